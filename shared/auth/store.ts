@@ -1,0 +1,198 @@
+import { db, strip } from '../platform/db/store';
+import { newId, nowIso } from '../platform/ids';
+import type { Role } from './context';
+import { generateKey, hashKey, keyPrefix } from './key-material';
+
+/**
+ * Items:
+ *  ORG#o / ORG                 organization
+ *  ORG#o / USER#u              user (member or admin)
+ *  ORG#o / USEREMAIL#email     uniqueness guard for emails
+ *  ORG#o / KEY#k               key metadata (listing)
+ *  KEYHASH#sha256 / KEY        lookup record used by authentication (source of truth for revocation)
+ *  ORG#o / BALANCE#u           balance in cents (ADD under a condition)
+ */
+export interface Org {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+export interface User {
+  id: string;
+  orgId: string;
+  email: string;
+  name: string;
+  role: Role;
+  connectionIds: string[];
+  createdAt: string;
+  updatedAt: string;
+  deletedAt?: string;
+}
+export interface KeyRecord {
+  id: string;
+  orgId: string;
+  userId: string;
+  name: string;
+  keyPrefix: string;
+  keyHash: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  revokedAt?: string | null;
+}
+
+const orgPk = (orgId: string) => `ORG#${orgId}`;
+
+export const authStore = {
+  async createOrg(name: string): Promise<Org> {
+    const org = { id: newId(), name, createdAt: nowIso() };
+    await db.put({ pk: orgPk(org.id), sk: 'ORG', type: 'org', ...org }, { ifAbsent: true });
+    return org;
+  },
+
+  async getOrg(orgId: string): Promise<Org | undefined> {
+    const item = await db.get(orgPk(orgId), 'ORG');
+    return item ? (strip(item) as unknown as Org) : undefined;
+  },
+
+  async createUser(
+    orgId: string,
+    input: { email: string; name: string; role: Role; connectionIds?: string[] },
+    startingBalanceCents: number,
+  ): Promise<User | undefined> {
+    const now = nowIso();
+    const user: User = {
+      id: newId(),
+      orgId,
+      email: input.email.toLowerCase(),
+      name: input.name,
+      role: input.role,
+      connectionIds: input.connectionIds ?? [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    const claimed = await db.put(
+      { pk: orgPk(orgId), sk: `USEREMAIL#${user.email}`, userId: user.id },
+      { ifAbsent: true },
+    );
+    if (!claimed) return undefined;
+    await db.put({ pk: orgPk(orgId), sk: `USER#${user.id}`, type: 'user', ...user });
+    await db.put(
+      { pk: orgPk(orgId), sk: `BALANCE#${user.id}`, userId: user.id, remaining: startingBalanceCents },
+      { ifAbsent: true },
+    );
+    return user;
+  },
+
+  async getUser(orgId: string, userId: string): Promise<User | undefined> {
+    const item = await db.get(orgPk(orgId), `USER#${userId}`);
+    if (!item || item.deletedAt) return undefined;
+    return strip(item) as unknown as User;
+  },
+
+  async listUsers(orgId: string): Promise<User[]> {
+    const items = await db.query({ pk: orgPk(orgId), prefix: 'USER#' });
+    return items.filter((i) => !i.deletedAt).map((i) => strip(i) as unknown as User);
+  },
+
+  async updateUser(
+    orgId: string,
+    userId: string,
+    changes: Partial<Pick<User, 'name' | 'role' | 'connectionIds'>>,
+  ): Promise<User | undefined> {
+    const item = await db.patch(
+      orgPk(orgId),
+      `USER#${userId}`,
+      { ...changes, updatedAt: nowIso() },
+      {
+        condition: 'attribute_not_exists(deletedAt)',
+      },
+    );
+    return item ? (strip(item) as unknown as User) : undefined;
+  },
+
+  /** Soft-deletes the user (its id stays resolvable for history) and frees the email. */
+  async deleteUser(orgId: string, user: User): Promise<boolean> {
+    const done = await db.patch(
+      orgPk(orgId),
+      `USER#${user.id}`,
+      { deletedAt: nowIso() },
+      {
+        condition: 'attribute_not_exists(deletedAt)',
+      },
+    );
+    if (!done) return false;
+    await db.delete(orgPk(orgId), `USEREMAIL#${user.email}`);
+    return true;
+  },
+
+  /** Issues a key; the full key is returned only here. A given `key` (bootstrap) is used verbatim. */
+  async createKey(
+    orgId: string,
+    userId: string,
+    input: { name: string; scopes: string[]; expiresAt?: string | null },
+    givenKey?: string,
+  ): Promise<{ record: KeyRecord; key: string }> {
+    const key = givenKey ?? generateKey();
+    const record: KeyRecord = {
+      id: newId(),
+      orgId,
+      userId,
+      name: input.name,
+      keyPrefix: keyPrefix(key),
+      keyHash: hashKey(key),
+      scopes: input.scopes,
+      createdAt: nowIso(),
+      expiresAt: input.expiresAt ?? null,
+      lastUsedAt: null,
+    };
+    const ok = await db.put({ pk: `KEYHASH#${record.keyHash}`, sk: 'KEY', ...record }, { ifAbsent: true });
+    if (!ok) throw new Error('Key collision');
+    await db.put({ pk: orgPk(orgId), sk: `KEY#${record.id}`, type: 'key', ...record });
+    return { record, key };
+  },
+
+  async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
+    const item = await db.get(`KEYHASH#${hash}`, 'KEY');
+    return item ? (strip(item) as unknown as KeyRecord) : undefined;
+  },
+
+  async getKey(orgId: string, keyId: string): Promise<KeyRecord | undefined> {
+    const item = await db.get(orgPk(orgId), `KEY#${keyId}`);
+    if (!item || item.revokedAt) return undefined;
+    return strip(item) as unknown as KeyRecord;
+  },
+
+  async listKeys(orgId: string, userId?: string): Promise<KeyRecord[]> {
+    const items = await db.query({ pk: orgPk(orgId), prefix: 'KEY#' });
+    return items
+      .filter((i) => !i.revokedAt && (!userId || i.userId === userId))
+      .map((i) => strip(i) as unknown as KeyRecord);
+  },
+
+  /** Revokes: the lookup record first (authentication stops at once), then the listing record. */
+  async revokeKey(record: KeyRecord): Promise<void> {
+    const at = nowIso();
+    await db.patch(`KEYHASH#${record.keyHash}`, 'KEY', { revokedAt: at });
+    await db.patch(orgPk(record.orgId), `KEY#${record.id}`, { revokedAt: at });
+  },
+
+  /** Records use at most once a minute per key (a conditional write that usually does nothing). */
+  async touchKey(record: KeyRecord, now: Date): Promise<void> {
+    const cutoff = new Date(now.getTime() - 60_000).toISOString();
+    const at = now.toISOString();
+    const cond = 'attribute_not_exists(lastUsedAt) OR lastUsedAt = :null OR lastUsedAt < :cutoff';
+    const values = { ':cutoff': cutoff, ':null': null };
+    const updated = await db.patch(
+      `KEYHASH#${record.keyHash}`,
+      'KEY',
+      { lastUsedAt: at },
+      {
+        condition: cond,
+        values,
+      },
+    );
+    if (updated) await db.patch(orgPk(record.orgId), `KEY#${record.id}`, { lastUsedAt: at });
+  },
+};

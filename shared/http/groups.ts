@@ -1,0 +1,35 @@
+/**
+ * Endpoint groups: each is one Lambda function (functions/http/<name>.ts) and owns the listed path
+ * prefixes (the prefix itself and everything below it). The CDK stack and the local runtime both read
+ * this list, so a path is served by the same handler in both.
+ */
+export interface HttpGroup {
+  name: string;
+  prefixes: string[];
+  /** Streams responses (Lambda response streaming through the REST API). */
+  streaming?: boolean;
+  /** Longer timeout or more memory where the group needs it. */
+  timeoutSeconds?: number;
+  memoryMb?: number;
+}
+
+export const httpGroups: HttpGroup[] = [
+  { name: 'discovery', prefixes: ['/', '/openapi.json', '/.well-known'] },
+  { name: 'keys', prefixes: ['/keys', '/members'] },
+];
+
+/** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */
+export function groupFor(path: string): HttpGroup {
+  let best: HttpGroup | undefined;
+  let bestLen = -1;
+  for (const g of httpGroups)
+    for (const p of g.prefixes) {
+      if (p === '/' ? path === '/' : path === p || path.startsWith(`${p}/`)) {
+        if (p.length > bestLen) {
+          best = g;
+          bestLen = p.length;
+        }
+      }
+    }
+  return best ?? httpGroups[0];
+}

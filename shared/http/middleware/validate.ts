@@ -1,0 +1,35 @@
+import type { MiddlewareObj } from '@middy/core';
+import type { z } from 'zod';
+import { validationError } from '../../platform/errors';
+import type { HttpRequest } from './state';
+
+type Issue = { path: string; message: string; code: string };
+
+/** Validates params, query and body with the route's zod schemas; 400 VALIDATION_ERROR names each bad field. */
+export function validate(): MiddlewareObj {
+  return {
+    before: async (request) => {
+      const req = request as unknown as HttpRequest;
+      const spec = req.state.route!.spec;
+      const issues: Issue[] = [];
+      const check = (where: string, schema: z.ZodType | undefined, value: unknown) => {
+        if (!schema) return value;
+        const r = schema.safeParse(value);
+        if (r.success) return r.data;
+        for (const i of r.error.issues)
+          issues.push({ path: [where, ...i.path.map(String)].join('.'), message: i.message, code: i.code });
+        return undefined;
+      };
+      const params = check('params', spec.params, req.state.rawParams ?? {});
+      const query = check('query', spec.query, req.event.queryStringParameters ?? {});
+      let body: unknown;
+      if (spec.body) {
+        if (!req.state.hasBody && !spec.bodyOptional)
+          issues.push({ path: 'body', message: 'A JSON request body is required.', code: 'required' });
+        else body = check('body', spec.body, req.state.hasBody ? req.state.body : {});
+      }
+      if (issues.length) throw validationError('Request validation failed.', { issues });
+      req.state.validated = { params, query, body };
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+const boolish = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+const Env = z.object({
+  /** aws inside Lambda, local under `npm start`, the CLI and tests. */
+  LOUPE_RUNTIME: z.enum(['aws', 'local']).optional(),
+  AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),
+  LOUPE_TABLE_NAME: z.string().min(1).default('loupe-main'),
+  /** DynamoDB endpoint override (dynalite locally). */
+  LOUPE_DYNAMODB_ENDPOINT: z.string().url().optional(),
+  AWS_REGION: z.string().optional(),
+  LOUPE_DATA_DIR: z.string().default('.data'),
+  /** base64 of 32 bytes: local master key for AES-256-GCM (else .data/master.key). */
+  LOUPE_MASTER_KEY: z.string().optional(),
+  LOUPE_KMS_KEY_ID: z.string().optional(),
+  LOUPE_QUEUE_URLS: z.string().optional(),
+  LOUPE_SCHEDULER_GROUP: z.string().optional(),
+  LOUPE_SCHEDULER_ROLE_ARN: z.string().optional(),
+  LOUPE_WORKER_ARNS: z.string().optional(),
+  LOUPE_PUBLIC_URL: z.string().url().optional(),
+  LOUPE_ORG_RATE_LIMIT: z.coerce.number().int().positive().default(600),
+  LOUPE_AI_RATE_LIMIT: z.coerce.number().int().positive().default(60),
+  LOUPE_DISCOVERY_RATE_LIMIT: z.coerce.number().int().positive().default(60),
+  LOUPE_DEFAULT_BALANCE_CENTS: z.coerce.number().nonnegative().default(500),
+  LOUPE_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.string().url().optional(),
+  LOUPE_MODEL: z.string().default('gpt-4o-mini'),
+  LOUPE_OPENAI_SECRET_ARN: z.string().optional(),
+  LOUPE_MODEL_PRICES: z.string().optional(),
+  LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
+  SMTP_URL: z.string().optional(),
+});
+
+export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };
+
+let cached: Config | undefined;
+
+/** Reads the environment once, validates it, and fails fast naming the bad variable. */
+export function config(): Config {
+  if (cached) return cached;
+  const parsed = Env.safeParse(process.env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  const env = parsed.data;
+  const runtime = env.LOUPE_RUNTIME ?? (env.AWS_LAMBDA_FUNCTION_NAME ? 'aws' : 'local');
+  cached = { ...env, runtime };
+  return cached;
+}
+
+/** Tests and the local runtime change the environment before first use; this forgets the cached copy. */
+export function resetConfig(): void {
+  cached = undefined;
+}

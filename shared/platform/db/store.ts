@@ -1,0 +1,251 @@
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { config } from '../config';
+import { documentClient } from './client';
+
+/** Attributes every item carries. */
+export interface Keyed {
+  pk: string;
+  sk: string;
+  gsi1pk?: string;
+  gsi1sk?: string;
+  ttl?: number;
+}
+
+export type Item = Keyed & Record<string, unknown>;
+
+const table = () => config().LOUPE_TABLE_NAME;
+const isConditionFailure = (e: unknown) =>
+  (e as { name?: string })?.name === 'ConditionalCheckFailedException';
+
+/** Strips key attributes before an item leaves the store layer. */
+export function strip<T extends Record<string, unknown>>(item: T): Omit<T, keyof Keyed> {
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, ttl: _ttl, ...rest } = item as T & Keyed;
+  return rest;
+}
+
+/**
+ * Thin wrappers over the document client. Each atomic change is one conditional write on one item
+ * (dynalite has no transactions).
+ */
+export const db = {
+  async get<T = Item>(pk: string, sk: string): Promise<T | undefined> {
+    const out = await documentClient().send(
+      new GetCommand({ TableName: table(), Key: { pk, sk }, ConsistentRead: true }),
+    );
+    return out.Item as T | undefined;
+  },
+
+  /** Put; with `ifAbsent` it fails (returns false) when the item exists. */
+  async put(
+    item: Item,
+    opts: {
+      ifAbsent?: boolean;
+      condition?: string;
+      values?: Record<string, unknown>;
+      names?: Record<string, string>;
+    } = {},
+  ): Promise<boolean> {
+    try {
+      await documentClient().send(
+        new PutCommand({
+          TableName: table(),
+          Item: item,
+          ConditionExpression: opts.ifAbsent ? 'attribute_not_exists(pk)' : opts.condition,
+          ExpressionAttributeValues: opts.values,
+          ExpressionAttributeNames: opts.names,
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionFailure(e)) return false;
+      throw e;
+    }
+  },
+
+  /**
+   * Sets the given attributes (undefined values are removed) on an existing item, optionally under a
+   * condition. Returns the new item, or undefined when the item is missing or the condition fails.
+   */
+  async patch<T = Item>(
+    pk: string,
+    sk: string,
+    changes: Record<string, unknown>,
+    opts: { condition?: string; values?: Record<string, unknown>; names?: Record<string, string> } = {},
+  ): Promise<T | undefined> {
+    const names: Record<string, string> = { ...(opts.names ?? {}) };
+    const values: Record<string, unknown> = { ...(opts.values ?? {}) };
+    const sets: string[] = [];
+    const removes: string[] = [];
+    Object.entries(changes).forEach(([k, v], i) => {
+      names[`#u${i}`] = k;
+      if (v === undefined) removes.push(`#u${i}`);
+      else {
+        values[`:u${i}`] = v;
+        sets.push(`#u${i} = :u${i}`);
+      }
+    });
+    const expr = [
+      sets.length ? `SET ${sets.join(', ')}` : '',
+      removes.length ? `REMOVE ${removes.join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
+    const condition = ['attribute_exists(pk)', opts.condition].filter(Boolean).join(' AND ');
+    try {
+      const out = await documentClient().send(
+        new UpdateCommand({
+          TableName: table(),
+          Key: { pk, sk },
+          UpdateExpression: expr || 'SET #u_noop = if_not_exists(#u_noop, :u_noop)',
+          ConditionExpression: condition,
+          ExpressionAttributeNames: expr ? names : { ...names, '#u_noop': 'pk' },
+          ExpressionAttributeValues: expr
+            ? Object.keys(values).length
+              ? values
+              : undefined
+            : { ...values, ':u_noop': pk },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes as T;
+    } catch (e) {
+      if (isConditionFailure(e)) return undefined;
+      throw e;
+    }
+  },
+
+  /** Raw update for counters and other expressions. Returns ALL_NEW, or undefined on condition failure. */
+  async update<T = Item>(input: {
+    pk: string;
+    sk: string;
+    update: string;
+    condition?: string;
+    names?: Record<string, string>;
+    values?: Record<string, unknown>;
+  }): Promise<T | undefined> {
+    try {
+      const out = await documentClient().send(
+        new UpdateCommand({
+          TableName: table(),
+          Key: { pk: input.pk, sk: input.sk },
+          UpdateExpression: input.update,
+          ConditionExpression: input.condition,
+          ExpressionAttributeNames: input.names,
+          ExpressionAttributeValues: input.values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes as T;
+    } catch (e) {
+      if (isConditionFailure(e)) return undefined;
+      throw e;
+    }
+  },
+
+  /** Atomically adds `by` to a numeric attribute (creating the item if needed) and returns the new value. */
+  async increment(
+    pk: string,
+    sk: string,
+    attribute: string,
+    by = 1,
+    extra: Record<string, unknown> = {},
+  ): Promise<number> {
+    const names: Record<string, string> = { '#a': attribute };
+    const values: Record<string, unknown> = { ':by': by };
+    const sets: string[] = [];
+    Object.entries(extra).forEach(([k, v], i) => {
+      names[`#e${i}`] = k;
+      values[`:e${i}`] = v;
+      sets.push(`#e${i} = if_not_exists(#e${i}, :e${i})`);
+    });
+    const out = await documentClient().send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { pk, sk },
+        UpdateExpression: `ADD #a :by${sets.length ? ` SET ${sets.join(', ')}` : ''}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    return Number(out.Attributes?.[attribute] ?? 0);
+  },
+
+  async delete(pk: string, sk: string, opts: { ifExists?: boolean } = {}): Promise<boolean> {
+    try {
+      await documentClient().send(
+        new DeleteCommand({
+          TableName: table(),
+          Key: { pk, sk },
+          ConditionExpression: opts.ifExists ? 'attribute_exists(pk)' : undefined,
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionFailure(e)) return false;
+      throw e;
+    }
+  },
+
+  /**
+   * Query one partition (optionally by sort-key prefix or range), following pagination until `limit`
+   * items are read or the partition ends.
+   */
+  async query<T = Item>(opts: {
+    pk: string;
+    prefix?: string;
+    between?: [string, string];
+    index?: 'gsi1';
+    newestFirst?: boolean;
+    limit?: number;
+    filter?: string;
+    names?: Record<string, string>;
+    values?: Record<string, unknown>;
+  }): Promise<T[]> {
+    const pkName = opts.index ? 'gsi1pk' : 'pk';
+    const skName = opts.index ? 'gsi1sk' : 'sk';
+    const names: Record<string, string> = { '#pk': pkName, ...(opts.names ?? {}) };
+    const values: Record<string, unknown> = { ':pk': opts.pk, ...(opts.values ?? {}) };
+    let cond = '#pk = :pk';
+    if (opts.prefix !== undefined) {
+      names['#sk'] = skName;
+      values[':prefix'] = opts.prefix;
+      cond += ' AND begins_with(#sk, :prefix)';
+    } else if (opts.between) {
+      names['#sk'] = skName;
+      values[':lo'] = opts.between[0];
+      values[':hi'] = opts.between[1];
+      cond += ' AND #sk BETWEEN :lo AND :hi';
+    }
+    const items: T[] = [];
+    let start: QueryCommandInput['ExclusiveStartKey'];
+    do {
+      const out = await documentClient().send(
+        new QueryCommand({
+          TableName: table(),
+          IndexName: opts.index,
+          KeyConditionExpression: cond,
+          FilterExpression: opts.filter,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ScanIndexForward: !opts.newestFirst,
+          ExclusiveStartKey: start,
+          Limit: opts.limit && !opts.filter ? opts.limit - items.length : undefined,
+          ConsistentRead: opts.index ? undefined : true,
+        }),
+      );
+      items.push(...((out.Items ?? []) as T[]));
+      start = out.LastEvaluatedKey;
+    } while (start && (!opts.limit || items.length < opts.limit));
+    return opts.limit ? items.slice(0, opts.limit) : items;
+  },
+};
+
+export { isConditionFailure };

@@ -1,0 +1,60 @@
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { open, seal } from './aes';
+import { canonicalContext, type Encryption, type EncryptionContext } from './port';
+
+const PREFIX = 'kms1';
+
+/**
+ * KMS envelope encryption: a fresh data key per secret from GenerateDataKey (under the encryption
+ * context), the secret sealed locally with AES-256-GCM, and only the encrypted data key stored.
+ */
+export class KmsEncryption implements Encryption {
+  constructor(
+    private readonly keyId: string,
+    private readonly kms: KMSClient = new KMSClient({}),
+  ) {}
+
+  async encrypt(plaintext: string, context: EncryptionContext): Promise<string> {
+    const dk = await this.kms.send(
+      new GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: context }),
+    );
+    if (!dk.Plaintext || !dk.CiphertextBlob) throw new Error('KMS returned no data key');
+    const key = Buffer.from(dk.Plaintext);
+    try {
+      const { iv, tag, ct } = seal(key, Buffer.from(plaintext, 'utf8'), canonicalContext(context));
+      return [
+        PREFIX,
+        Buffer.from(dk.CiphertextBlob).toString('base64'),
+        iv.toString('base64'),
+        tag.toString('base64'),
+        ct.toString('base64'),
+      ].join(':');
+    } finally {
+      key.fill(0);
+    }
+  }
+
+  async decrypt(ciphertext: string, context: EncryptionContext): Promise<string> {
+    const [prefix, edk, iv, tag, ct] = ciphertext.split(':');
+    if (prefix !== PREFIX || !edk || !iv || !tag || ct === undefined) throw new Error('Not a KMS ciphertext');
+    const out = await this.kms.send(
+      new DecryptCommand({
+        CiphertextBlob: Buffer.from(edk, 'base64'),
+        EncryptionContext: context,
+        KeyId: this.keyId,
+      }),
+    );
+    if (!out.Plaintext) throw new Error('KMS returned no plaintext');
+    const key = Buffer.from(out.Plaintext);
+    try {
+      const parts = {
+        iv: Buffer.from(iv, 'base64'),
+        tag: Buffer.from(tag, 'base64'),
+        ct: Buffer.from(ct, 'base64'),
+      };
+      return open(key, parts, canonicalContext(context)).toString('utf8');
+    } finally {
+      key.fill(0);
+    }
+  }
+}
