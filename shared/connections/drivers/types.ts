@@ -1,0 +1,72 @@
+/** The one interface every database adapter implements (PostgreSQL, MySQL/MariaDB, SQL Server, MongoDB, SQLite). */
+export type DbType = 'POSTGRES' | 'MYSQL' | 'MARIADB' | 'MSSQL' | 'MONGODB' | 'SQLITE';
+
+export interface ConnectionTarget {
+  /** Identifies the pool; a change of any field (or `version`) rebuilds it. */
+  id: string;
+  version: string;
+  type: DbType;
+  host: string;
+  port: number | null;
+  database: string;
+  username: string;
+  password: string;
+  sslEnabled: boolean;
+}
+
+export interface QueryOptions {
+  /** Row cap; more rows set `truncated`. */
+  maxRows: number;
+  /** Cap on the JSON size of the rows. */
+  maxBytes: number;
+  timeoutMs: number;
+  /** Positional parameters bound by the driver ($1 / ? / @p1), never spliced into the text. */
+  params?: unknown[];
+  /** Run inside a read-only transaction or session where the database has one (default true). */
+  readOnly?: boolean;
+}
+
+export interface QueryResult {
+  columns: string[];
+  /** JSON-safe values: big integers and decimals as strings, dates as ISO strings, binary as base64. */
+  rows: Record<string, unknown>[];
+  rowCount: number;
+  executionTime: number;
+  truncated?: boolean;
+}
+
+export interface ColumnInfo {
+  name: string;
+  type: string;
+  nullable: boolean;
+  primaryKey: boolean;
+}
+
+export interface ForeignKeyInfo {
+  columns: string[];
+  referencedTable: string;
+  referencedColumns: string[];
+}
+
+export interface TableInfo {
+  /** Qualified where the database has schemas (`public.accounts` shows as `accounts` for the default schema). */
+  name: string;
+  schema?: string;
+  kind: 'table' | 'view' | 'collection';
+  columns: ColumnInfo[];
+  primaryKey: string[];
+  foreignKeys: ForeignKeyInfo[];
+  rowEstimate: number | null;
+}
+
+export interface SchemaSnapshot {
+  tables: TableInfo[];
+}
+
+export interface Driver {
+  /** Opens (or reuses) the pool and runs a trivial round trip. */
+  ping(): Promise<{ latencyMs: number; serverVersion?: string }>;
+  introspect(): Promise<SchemaSnapshot>;
+  query(text: string, opts: QueryOptions): Promise<QueryResult>;
+  close(): Promise<void>;
+}
