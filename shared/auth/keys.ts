@@ -72,7 +72,11 @@ export async function revokeKey(ctx: AuthContext, keyId: string) {
 }
 
 export async function addMember(ctx: AuthContext, input: z.output<typeof MemberCreate>) {
-  const user = await authStore.createUser(ctx.orgId, input, config().LOUPE_DEFAULT_BALANCE_CENTS);
+  const user = await authStore.createUser(
+    ctx.orgId,
+    { ...input, connectionIds: [...new Set(input.connectionIds)] },
+    config().LOUPE_DEFAULT_BALANCE_CENTS,
+  );
   if (!user) throw new AppError(409, 'ALREADY_EXISTS', 'A member with that email already exists.');
   return memberView(user);
 }

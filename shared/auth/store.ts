@@ -77,7 +77,14 @@ export const authStore = {
       { ifAbsent: true },
     );
     if (!claimed) return undefined;
-    await db.put({ pk: orgPk(orgId), sk: `USER#${user.id}`, type: 'user', ...user });
+    await db.put({
+      pk: orgPk(orgId),
+      sk: `USER#${user.id}`,
+      gsi1pk: `USER#${user.id}`,
+      gsi1sk: 'USER',
+      type: 'user',
+      ...user,
+    });
     await db.put(
       { pk: orgPk(orgId), sk: `BALANCE#${user.id}`, userId: user.id, remaining: startingBalanceCents },
       { ifAbsent: true },
@@ -87,6 +94,13 @@ export const authStore = {
 
   async getUser(orgId: string, userId: string): Promise<User | undefined> {
     const item = await db.get(orgPk(orgId), `USER#${userId}`);
+    if (!item || item.deletedAt) return undefined;
+    return strip(item) as unknown as User;
+  },
+
+  /** Finds a user by id alone (operator tool), through the GSI. */
+  async findUserAnywhere(userId: string): Promise<User | undefined> {
+    const [item] = await db.query({ pk: `USER#${userId}`, index: 'gsi1', limit: 1 });
     if (!item || item.deletedAt) return undefined;
     return strip(item) as unknown as User;
   },

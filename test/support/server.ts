@@ -28,7 +28,9 @@ export interface TestServer {
 
 /**
  * Starts the real local runtime (dynalite on disk, the Lambda handlers behind a real HTTP server) on
- * a free port with a fresh data directory, unless `dataDir` names an existing one.
+ * a free port with a fresh data directory, unless `dataDir` names an existing one. The runtime
+ * configures the process (like a Lambda instance), so run one server at a time per test file; use
+ * `createOrganization` for more tenants.
  */
 export async function startTestServer(
   opts: { dataDir?: string; adminKey?: string; env?: Record<string, string | undefined> } = {},

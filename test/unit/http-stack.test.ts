@@ -1,0 +1,83 @@
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { endpoint } from '../../shared/http/endpoint';
+import { httpHandler } from '../../shared/http/handler';
+import { on } from '../../shared/http/route';
+import { AppError } from '../../shared/platform/errors';
+
+const event = (path: string, method = 'GET', body: string | null = null) =>
+  ({
+    path,
+    httpMethod: method,
+    headers: { host: 'api.example.com' },
+    body,
+    isBase64Encoded: false,
+    queryStringParameters: null,
+    requestContext: { stage: 'v1', identity: { sourceIp: '203.0.113.9' } },
+  }) as unknown as APIGatewayProxyEvent;
+
+const handler = httpHandler([
+  on(endpoint({ method: 'GET', path: '/boom', tag: 't', summary: 's', auth: 'none' }), async () => {
+    throw new Error('secret internals: password=hunter2');
+  }),
+  on(endpoint({ method: 'GET', path: '/teapot', tag: 't', summary: 's', auth: 'none' }), async () => {
+    throw new AppError(418, 'TEAPOT', 'short and stout', { spout: true });
+  }),
+  on(
+    endpoint({
+      method: 'POST',
+      path: '/things/{id}',
+      tag: 't',
+      summary: 's',
+      auth: 'none',
+      params: z.object({ id: z.uuid() }),
+      body: z.object({ n: z.number().int() }),
+    }),
+    async ({ params, body }) => ({ status: 201, data: { id: params.id, n: body.n } }),
+  ),
+]);
+const ctx = {} as Context;
+
+describe('the HTTP middleware stack', () => {
+  it('turns an unexpected error into 500 INTERNAL_ERROR without internals', async () => {
+    const res = await handler(event('/boom'), ctx);
+    expect(res.statusCode).toBe(500);
+    const body = JSON.parse(res.body);
+    expect(body.error.code).toBe('INTERNAL_ERROR');
+    expect(res.body).not.toContain('hunter2');
+    expect(res.body).not.toContain('secret internals');
+    expect(body.data).toBeNull();
+  });
+
+  it('passes typed errors through with their status, code and details', async () => {
+    const res = await handler(event('/teapot'), ctx);
+    expect(res.statusCode).toBe(418);
+    expect(JSON.parse(res.body).error).toEqual({
+      code: 'TEAPOT',
+      message: 'short and stout',
+      details: { spout: true },
+    });
+  });
+
+  it('validates path parameters and bodies and serves the validated values', async () => {
+    const bad = await handler(event('/things/not-a-uuid', 'POST', '{"n": 1.5}'), ctx);
+    expect(bad.statusCode).toBe(400);
+    const paths = JSON.parse(bad.body).error.details.issues.map((i: any) => i.path);
+    expect(paths).toEqual(['params.id', 'body.n']);
+    const id = '1b4e28ba-2fa1-41d2-883f-0016d3cca427';
+    const ok = await handler(event(`/things/${id}`, 'POST', '{"n": 2}'), ctx);
+    expect(ok.statusCode).toBe(201);
+    expect(JSON.parse(ok.body).data).toEqual({ id, n: 2 });
+  });
+
+  it('decodes base64 bodies', async () => {
+    const id = '1b4e28ba-2fa1-41d2-883f-0016d3cca427';
+    const e = {
+      ...event(`/things/${id}`, 'POST', Buffer.from('{"n": 3}').toString('base64')),
+      isBase64Encoded: true,
+    };
+    const ok = await handler(e, ctx);
+    expect(JSON.parse(ok.body).data.n).toBe(3);
+  });
+});
