@@ -7,7 +7,7 @@ import { generateKey } from '../../shared/auth/key-material';
 export interface ApiAnswer<T = any> {
   status: number;
   headers: Headers;
-  body: { data: T; error: { code: string; message: string; details?: any } | null; meta: any };
+  body: { data: T; error: any; meta: any };
   text: string;
 }
 
