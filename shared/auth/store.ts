@@ -141,6 +141,11 @@ export const authStore = {
     return true;
   },
 
+  async getBalance(orgId: string, userId: string): Promise<number | undefined> {
+    const item = await db.get<{ remaining: number }>(orgPk(orgId), `BALANCE#${userId}`);
+    return item ? Number(item.remaining) : undefined;
+  },
+
   /** Adds (or with a negative amount removes) balance in cents; returns the new remaining balance. */
   async addBalance(orgId: string, userId: string, cents: number): Promise<number> {
     const out = await db.update<{ remaining: number }>({
