@@ -1,4 +1,6 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
+import { logger } from '../platform/logger';
 import { envelope } from './envelope';
 import { auth } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -18,6 +20,7 @@ import type { Route } from './route';
  */
 export function httpHandler(routes: Route[]): HttpHandler {
   return middy()
+    .use(injectLambdaContext(logger(), { resetKeys: true }))
     .use(requestContext())
     .use(errorEnvelope())
     .use(jsonBody())

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MiddlewareObj } from '@middy/core';
 import { config } from '../../platform/config';
+import { logger } from '../../platform/logger';
 import { type HttpRequest, headerOf, rememberRequest } from './state';
 
 /** Assigns the request id, start time, client IP and public base URL. */
@@ -21,6 +22,7 @@ export function requestContext(): MiddlewareObj {
         sourceIp: e.requestContext?.identity?.sourceIp ?? 'unknown',
       };
       rememberRequest(req);
+      logger().appendKeys({ requestId: req.state.requestId });
     },
   };
 }
