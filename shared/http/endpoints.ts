@@ -1,6 +1,7 @@
 import { authEndpoints } from '../auth/api';
 import { discoveryEndpoints } from '../discovery/api';
+import { usageEndpoints } from '../usage/api';
 import type { EndpointSpec } from './endpoint';
 
 /** Every endpoint of the API, for the OpenAPI document. Each capability adds its list here. */
-export const allEndpoints: EndpointSpec[] = [...discoveryEndpoints, ...authEndpoints];
+export const allEndpoints: EndpointSpec[] = [...discoveryEndpoints, ...authEndpoints, ...usageEndpoints];

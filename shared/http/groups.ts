@@ -16,6 +16,7 @@ export interface HttpGroup {
 export const httpGroups: HttpGroup[] = [
   { name: 'discovery', prefixes: ['/', '/openapi.json', '/.well-known'] },
   { name: 'keys', prefixes: ['/keys', '/members'] },
+  { name: 'usage', prefixes: ['/usage'] },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */
