@@ -1,0 +1,69 @@
+import {
+  CreateScheduleCommand,
+  type CreateScheduleCommandInput,
+  DeleteScheduleCommand,
+  SchedulerClient,
+  UpdateScheduleCommand,
+} from '@aws-sdk/client-scheduler';
+import type { Scheduler, ScheduleSpec } from './port';
+import { checkSpec } from './spec';
+
+const named = (e: unknown, name: string) => (e as { name?: string })?.name === name;
+
+export interface EventBridgeSettings {
+  /** Schedule group (LOUPE_SCHEDULER_GROUP). */
+  group: string;
+  /** Role EventBridge Scheduler assumes to invoke the worker (LOUPE_SCHEDULER_ROLE_ARN). */
+  roleArn: string;
+  /** Worker name → Lambda function ARN (LOUPE_WORKER_ARNS). */
+  workerArns: Record<string, string>;
+}
+
+/**
+ * Scheduler port on EventBridge Scheduler: one schedule per spec in the service's group, invoking the
+ * worker's Lambda with the payload as Input, no flexible window; at() schedules delete themselves
+ * after they run. Upsert updates, and creates when the schedule does not exist yet.
+ */
+export class EventBridgeScheduler implements Scheduler {
+  constructor(
+    private readonly settings: EventBridgeSettings,
+    private readonly client: SchedulerClient = new SchedulerClient({}),
+  ) {}
+
+  async upsert(spec: ScheduleSpec): Promise<void> {
+    const { expr, timezone, input } = checkSpec(spec);
+    const arn = this.settings.workerArns[spec.worker];
+    if (!arn) throw new Error(`No Lambda ARN for worker "${spec.worker}" in LOUPE_WORKER_ARNS.`);
+    const params: CreateScheduleCommandInput = {
+      Name: spec.name,
+      GroupName: this.settings.group,
+      ScheduleExpression: expr.text,
+      ScheduleExpressionTimezone: timezone,
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: { Arn: arn, RoleArn: this.settings.roleArn, Input: input },
+      State: 'ENABLED',
+      ActionAfterCompletion: expr.kind === 'at' ? 'DELETE' : 'NONE',
+    };
+    try {
+      await this.client.send(new UpdateScheduleCommand(params));
+      return;
+    } catch (e) {
+      if (!named(e, 'ResourceNotFoundException')) throw e;
+    }
+    try {
+      await this.client.send(new CreateScheduleCommand(params));
+    } catch (e) {
+      // Created concurrently by another invocation: make ours the latest definition.
+      if (!named(e, 'ConflictException')) throw e;
+      await this.client.send(new UpdateScheduleCommand(params));
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteScheduleCommand({ Name: name, GroupName: this.settings.group }));
+    } catch (e) {
+      if (!named(e, 'ResourceNotFoundException')) throw e;
+    }
+  }
+}
