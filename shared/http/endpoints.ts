@@ -1,7 +1,13 @@
 import { authEndpoints } from '../auth/api';
+import { connectionEndpoints } from '../connections/api';
 import { discoveryEndpoints } from '../discovery/api';
 import { usageEndpoints } from '../usage/api';
 import type { EndpointSpec } from './endpoint';
 
 /** Every endpoint of the API, for the OpenAPI document. Each capability adds its list here. */
-export const allEndpoints: EndpointSpec[] = [...discoveryEndpoints, ...authEndpoints, ...usageEndpoints];
+export const allEndpoints: EndpointSpec[] = [
+  ...discoveryEndpoints,
+  ...authEndpoints,
+  ...usageEndpoints,
+  ...connectionEndpoints,
+];

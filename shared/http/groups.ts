@@ -17,6 +17,7 @@ export const httpGroups: HttpGroup[] = [
   { name: 'discovery', prefixes: ['/', '/openapi.json', '/.well-known'] },
   { name: 'keys', prefixes: ['/keys', '/members'] },
   { name: 'usage', prefixes: ['/usage'] },
+  { name: 'connections', prefixes: ['/connections'], timeoutSeconds: 29 },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */

@@ -1,0 +1,49 @@
+import {
+  createAnnotation,
+  deleteAnnotation,
+  getAnnotation,
+  listAnnotations,
+  updateAnnotation,
+} from '../../shared/connections/annotations';
+import * as api from '../../shared/connections/api';
+import {
+  connectionView,
+  createConnection,
+  deleteConnection,
+  listConnections,
+  loadConnection,
+  updateConnection,
+} from '../../shared/connections/connections';
+import { listQueryHistory } from '../../shared/connections/history';
+import { httpHandler } from '../../shared/http/handler';
+import { on } from '../../shared/http/route';
+
+export const handler = httpHandler([
+  on(api.listConnections, async ({ ctx, query }) => listConnections(ctx, query)),
+  on(api.createConnection, async ({ ctx, body }) => ({
+    status: 201,
+    data: await createConnection(ctx, body),
+  })),
+  on(api.getConnection, async ({ ctx, params }) => ({
+    data: connectionView(await loadConnection(ctx, params.id)),
+  })),
+  on(api.updateConnection, async ({ ctx, params, body }) => ({
+    data: await updateConnection(ctx, params.id, body),
+  })),
+  on(api.deleteConnection, async ({ ctx, params }) => ({ data: await deleteConnection(ctx, params.id) })),
+  on(api.listQueries, async ({ ctx, params, query }) => listQueryHistory(ctx, params.id, query)),
+  on(api.listAnnotations, async ({ ctx, params, query }) => listAnnotations(ctx, params.id, query)),
+  on(api.createAnnotation, async ({ ctx, params, body }) => ({
+    status: 201,
+    data: await createAnnotation(ctx, params.id, body),
+  })),
+  on(api.getAnnotation, async ({ ctx, params }) => ({
+    data: await getAnnotation(ctx, params.id, params.annotationId),
+  })),
+  on(api.updateAnnotation, async ({ ctx, params, body }) => ({
+    data: await updateAnnotation(ctx, params.id, params.annotationId, body),
+  })),
+  on(api.deleteAnnotation, async ({ ctx, params }) => ({
+    data: await deleteAnnotation(ctx, params.id, params.annotationId),
+  })),
+]);

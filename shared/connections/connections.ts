@@ -1,0 +1,228 @@
+import { type AuthContext, assertConnectionVisible, isAdmin } from '../auth/context';
+import { pageOf } from '../http/envelope';
+import type { PageQuery } from '../http/schemas';
+import { notFound, validationError } from '../platform/errors';
+import { newId, nowIso } from '../platform/ids';
+import type { ConnectionCreate, ConnectionUpdate } from './api';
+import type { DbType } from './drivers/types';
+import { dropCachedSchema } from './schema-store';
+import {
+  type ConnectionRecord,
+  connectionStore,
+  connPk,
+  deleteKeys,
+  healthIndex,
+  keysOf,
+  orgPk,
+} from './store';
+import { encryptPassword } from './target';
+
+/** The sanitized connection: never the password or its ciphertext. */
+export function connectionView(r: ConnectionRecord) {
+  return {
+    id: r.id,
+    name: r.name,
+    type: r.type,
+    host: r.host,
+    port: r.port,
+    database: r.database,
+    username: r.username,
+    sslEnabled: r.sslEnabled,
+    readOnly: r.readOnly,
+    isActive: r.isActive,
+    lastTestedAt: r.lastTestedAt,
+    lastError: r.lastError,
+    lastErrorDiagnosis: r.lastErrorDiagnosis,
+    schemaUpdatedAt: r.schemaUpdatedAt,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+  };
+}
+export type ConnectionView = ReturnType<typeof connectionView>;
+
+/** The connection if it exists in the caller's organization and is visible to the caller; 404 otherwise. */
+export async function loadConnection(ctx: AuthContext, id: string): Promise<ConnectionRecord> {
+  assertConnectionVisible(ctx, id);
+  const rec = await connectionStore.get(ctx.orgId, id);
+  if (!rec) throw notFound('Connection');
+  return rec;
+}
+
+export async function listConnections(ctx: AuthContext, q: PageQuery) {
+  const all = await connectionStore.list(ctx.orgId);
+  const visible = isAdmin(ctx) ? all : all.filter((c) => ctx.connectionIds.includes(c.id));
+  return pageOf(visible.map(connectionView), q);
+}
+
+type Issue = { path: string; message: string; code: string };
+const fail = (issues: Issue[]) => validationError('Request validation failed.', { issues });
+
+interface Settings {
+  type: DbType;
+  host: string;
+  port: number | null;
+  database: string;
+  username: string;
+  sslEnabled: boolean;
+  hasPassword: boolean;
+}
+
+/** Rules that depend on the database type, checked on the complete (created or merged) settings. */
+export function settingsIssues(s: Settings): Issue[] {
+  const issues: Issue[] = [];
+  const bad = (path: string, message: string) =>
+    issues.push({ path: `body.${path}`, message, code: 'custom' });
+  if (s.type === 'SQLITE') {
+    if (!s.database) bad('database', 'SQLITE needs database: the path of the SQLite file or s3://bucket/key');
+    else if (!s.database.startsWith('/') && !/^s3:\/\/[^/]+\/.+/.test(s.database))
+      bad('database', 'SQLITE database must be an absolute file path or an s3://bucket/key object');
+    if (s.host) bad('host', 'SQLITE connections take no host');
+    if (s.port !== null) bad('port', 'SQLITE connections take no port');
+    if (s.hasPassword) bad('password', 'SQLITE connections take no password');
+    if (s.sslEnabled) bad('sslEnabled', 'SQLITE connections do not use TLS');
+    return issues;
+  }
+  if (!s.host) bad('host', `${s.type} needs host`);
+  if (!s.database) bad('database', `${s.type} needs database`);
+  if (s.type !== 'MONGODB' && !s.username) bad('username', `${s.type} needs username`);
+  return issues;
+}
+
+/** Resolves an alias pair (password/encryptedPassword, sslEnabled/ssl); giving both with different values is 400. */
+function alias<T>(
+  primary: T | undefined,
+  other: T | undefined,
+  names: [string, string],
+  issues: Issue[],
+): T | undefined {
+  if (primary !== undefined && other !== undefined && primary !== other)
+    issues.push({
+      path: `body.${names[1]}`,
+      message: `${names[1]} is an alias of ${names[0]}; give one of them`,
+      code: 'custom',
+    });
+  return primary !== undefined ? primary : other;
+}
+
+export async function createConnection(ctx: AuthContext, body: ConnectionCreate): Promise<ConnectionView> {
+  const issues: Issue[] = [];
+  const password =
+    alias(body.password, body.encryptedPassword, ['password', 'encryptedPassword'], issues) || null;
+  const sslEnabled = alias(body.sslEnabled, body.ssl, ['sslEnabled', 'ssl'], issues) ?? false;
+  const settings: Settings = {
+    type: body.type,
+    host: body.host ?? '',
+    port: body.port ?? null,
+    database: body.database ?? '',
+    username: body.username ?? '',
+    sslEnabled,
+    hasPassword: !!password,
+  };
+  issues.push(...settingsIssues(settings));
+  if (issues.length) throw fail(issues);
+  const id = newId();
+  const now = nowIso();
+  const rec: ConnectionRecord = {
+    id,
+    orgId: ctx.orgId,
+    name: body.name,
+    type: settings.type,
+    host: settings.host,
+    port: settings.port,
+    database: settings.database,
+    username: settings.username,
+    passwordCipher: password ? await encryptPassword(ctx.orgId, id, password) : null,
+    sslEnabled,
+    readOnly: body.readOnly,
+    isActive: true,
+    deactivatedBy: null,
+    lastTestedAt: null,
+    lastError: null,
+    lastErrorDiagnosis: null,
+    schemaUpdatedAt: null,
+    healthFailures: 0,
+    lastHealthSlot: null,
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await connectionStore.create(rec);
+  return connectionView(rec);
+}
+
+export async function updateConnection(
+  ctx: AuthContext,
+  id: string,
+  body: ConnectionUpdate,
+): Promise<ConnectionView> {
+  for (let attempt = 0; ; attempt++) {
+    const cur = await loadConnection(ctx, id);
+    const issues: Issue[] = [];
+    const password = alias(body.password, body.encryptedPassword, ['password', 'encryptedPassword'], issues);
+    const ssl = alias(body.sslEnabled, body.ssl, ['sslEnabled', 'ssl'], issues);
+    const next: Settings = {
+      type: body.type ?? cur.type,
+      host: body.host === undefined ? cur.host : (body.host ?? ''),
+      port: body.port === undefined ? cur.port : body.port,
+      database: body.database ?? cur.database,
+      username: body.username === undefined ? cur.username : (body.username ?? ''),
+      sslEnabled: ssl ?? cur.sslEnabled,
+      hasPassword: password === undefined ? !!cur.passwordCipher : !!password,
+    };
+    issues.push(...settingsIssues(next));
+    if (issues.length) throw fail(issues);
+
+    const identityChanged =
+      next.type !== cur.type ||
+      next.host !== cur.host ||
+      next.port !== cur.port ||
+      next.database !== cur.database;
+    const connectingChanged =
+      identityChanged ||
+      next.username !== cur.username ||
+      next.sslEnabled !== cur.sslEnabled ||
+      password !== undefined;
+    const { hasPassword: _hasPassword, ...settings } = next;
+    const changes: Partial<ConnectionRecord> & Record<string, unknown> = { ...settings, updatedAt: nowIso() };
+    if (body.name !== undefined) changes.name = body.name;
+    if (body.readOnly !== undefined) changes.readOnly = body.readOnly;
+    if (password !== undefined)
+      changes.passwordCipher = password ? await encryptPassword(ctx.orgId, id, password) : null;
+    if (connectingChanged) changes.version = cur.version + 1;
+    if (identityChanged) changes.schemaUpdatedAt = null;
+    let isActive = cur.isActive;
+    let deactivatedBy = cur.deactivatedBy;
+    if (body.isActive === true) {
+      isActive = true;
+      deactivatedBy = null;
+      changes.healthFailures = 0;
+    } else if (body.isActive === false) {
+      isActive = false;
+      deactivatedBy = 'user';
+    }
+    Object.assign(changes, { isActive, deactivatedBy }, healthIndex(ctx.orgId, id, isActive, deactivatedBy));
+
+    const updated = await connectionStore.patch(ctx.orgId, id, changes, { expectVersion: cur.version });
+    if (updated) {
+      if (identityChanged) await dropCachedSchema(ctx.orgId, id);
+      return connectionView(updated);
+    }
+    // The connection changed (or went away) between read and write: read again.
+    if (attempt >= 4) throw notFound('Connection');
+  }
+}
+
+/**
+ * Deletes the connection, then its annotations, query history and cached schema. The connection is hidden
+ * first, so a cascade interrupted half way is finished by repeating the DELETE.
+ */
+export async function deleteConnection(ctx: AuthContext, id: string) {
+  assertConnectionVisible(ctx, id);
+  const rec = await connectionStore.get(ctx.orgId, id, { includeDeleting: true });
+  if (!rec) throw notFound('Connection');
+  if (!rec.deletingAt) await connectionStore.markDeleting(ctx.orgId, id, nowIso());
+  await deleteKeys(await keysOf(connPk(ctx.orgId, id)));
+  await deleteKeys(await keysOf(orgPk(ctx.orgId), `CONNSCHEMA#${id}`));
+  await connectionStore.remove(ctx.orgId, id);
+  return { deleted: true as const };
+}

@@ -1,0 +1,120 @@
+import type { AuthContext } from '../auth/context';
+import { AppError, isAppError, validationError } from '../platform/errors';
+import { loadConnection } from './connections';
+import type { DbType, QueryResult } from './drivers/types';
+import { type QueryStatus, recordQuery } from './history';
+import { runReadOnly } from './run';
+import { targetFor } from './target';
+
+export interface ExecuteInput {
+  /** SQL text, or for MONGODB a JSON query string (decisions.md §3). */
+  sql: string;
+  /** Positional driver parameters ($1 for POSTGRES, ? for MYSQL/MARIADB/SQLITE, @p1 for MSSQL). */
+  params?: unknown[];
+  /** Default 1000, max 10000. */
+  maxRows?: number;
+  /** Stored in query history. */
+  question?: string;
+  source: 'query' | 'widget' | 'saved_query' | 'metric' | 'chat';
+}
+
+export const MAX_SQL_CHARS = 100_000;
+export const DEFAULT_MAX_ROWS = 1000;
+export const MAX_ROWS = 10_000;
+export const MAX_RESULT_BYTES = 5 * 1024 * 1024;
+export const STATEMENT_TIMEOUT_MS = 25_000;
+
+const statusOf = (e: unknown): QueryStatus => {
+  if (isAppError(e) && e.code === 'READ_ONLY_VIOLATION') return 'REJECTED';
+  if (isAppError(e) && e.code === 'QUERY_TIMEOUT') return 'TIMEOUT';
+  return 'FAILED';
+};
+
+/**
+ * Runs one read-only statement on a connection the caller may use.
+ * 404 if the connection is missing, in another org, or not visible to a member; 422 CONNECTION_INACTIVE when
+ * it is deactivated; 400 READ_ONLY_VIOLATION; 422 QUERY_FAILED (details: code, position); 504 QUERY_TIMEOUT.
+ * Every attempt that reaches the guard is recorded in the connection's query history.
+ */
+export async function executeReadOnly(
+  ctx: AuthContext,
+  connectionId: string,
+  input: ExecuteInput,
+): Promise<QueryResult> {
+  const conn = await loadConnection(ctx, connectionId);
+  if (input.sql.length > MAX_SQL_CHARS)
+    throw validationError(`SQL text is limited to ${MAX_SQL_CHARS.toLocaleString('en-US')} characters.`);
+  if (!input.sql.trim()) throw validationError('SQL text is empty.');
+  const maxRows = input.maxRows ?? DEFAULT_MAX_ROWS;
+  if (!Number.isInteger(maxRows) || maxRows < 1 || maxRows > MAX_ROWS)
+    throw validationError(`maxRows must be an integer from 1 to ${MAX_ROWS}.`);
+  if (!conn.isActive)
+    throw new AppError(
+      422,
+      'CONNECTION_INACTIVE',
+      `Connection "${conn.name}" is inactive${conn.lastError ? ` (last error: ${conn.lastError})` : ''}. ` +
+        'Test it with POST /connections/{id}/test, or set isActive to true, to use it again.',
+      { connectionId, lastErrorDiagnosis: conn.lastErrorDiagnosis },
+    );
+  const target = await targetFor(conn);
+  const base = {
+    connectionId,
+    source: input.source,
+    question: input.question ?? null,
+    sql: input.sql,
+    userId: ctx.userId,
+  };
+  try {
+    const result = await runReadOnly(target, input.sql, {
+      maxRows,
+      maxBytes: MAX_RESULT_BYTES,
+      timeoutMs: STATEMENT_TIMEOUT_MS,
+      params: input.params,
+      readOnly: true,
+    });
+    await recordQuery(ctx.orgId, {
+      ...base,
+      status: 'SUCCESS',
+      rowCount: result.rowCount,
+      executionTime: result.executionTime,
+      truncated: !!result.truncated,
+      error: null,
+      errorCode: null,
+    });
+    return result;
+  } catch (e) {
+    await recordQuery(ctx.orgId, {
+      ...base,
+      status: statusOf(e),
+      rowCount: null,
+      executionTime: null,
+      truncated: false,
+      error: isAppError(e) ? e.message : 'The query failed unexpectedly.',
+      errorCode: isAppError(e) ? e.code : 'INTERNAL_ERROR',
+    });
+    throw e;
+  }
+}
+
+/** The sanitized connection (no secrets) after the same visibility check (404 otherwise). */
+export async function connectionForUse(
+  ctx: AuthContext,
+  connectionId: string,
+): Promise<{
+  id: string;
+  name: string;
+  type: DbType;
+  database: string;
+  isActive: boolean;
+  readOnly: boolean;
+}> {
+  const c = await loadConnection(ctx, connectionId);
+  return {
+    id: c.id,
+    name: c.name,
+    type: c.type,
+    database: c.database,
+    isActive: c.isActive,
+    readOnly: c.readOnly,
+  };
+}
