@@ -1,0 +1,99 @@
+import OpenAI from 'openai';
+import { config } from '../platform/config';
+import { AppError } from '../platform/errors';
+import { logger } from '../platform/logger';
+import { type ModelSecret, readModelSecret } from './secret';
+
+/** A configured OpenAI-compatible model endpoint. */
+export interface AiProvider {
+  client: OpenAI;
+  model: string;
+}
+
+/** The API key placeholder sent to endpoints that need none (a base URL without a key, e.g. a local server). */
+const NO_KEY = 'not-needed';
+const SECRET_RECHECK_MS = 60_000;
+
+let secret: { arn: string; value: Promise<ModelSecret> } | undefined;
+let built: { sig: string; provider: AiProvider } | undefined;
+
+/** The secret is read once per cold start (re-read at most once a minute while it is still empty). */
+function cachedSecret(arn: string): Promise<ModelSecret> {
+  if (secret && secret.arn === arn) return secret.value;
+  const value = readModelSecret(arn).catch((e) => {
+    secret = undefined;
+    logger().error('Reading the model provider secret failed', { error: (e as Error).message });
+    throw new AppError(
+      503,
+      'AI_NOT_CONFIGURED',
+      'The model provider secret could not be read; try again shortly.',
+    );
+  });
+  secret = { arn, value };
+  value.then(
+    (v) => {
+      // An empty secret is re-read later, so that setting it takes effect without a redeploy.
+      if (!v.apiKey && !v.baseURL && secret?.value === value)
+        setTimeout(() => {
+          if (secret?.value === value) secret = undefined;
+        }, SECRET_RECHECK_MS).unref();
+    },
+    () => {},
+  );
+  return value;
+}
+
+/**
+ * The model provider, or null when none is configured. Locally: OPENAI_API_KEY, OPENAI_BASE_URL and
+ * LOUPE_MODEL from the environment (a base URL alone also counts, for endpoints that need no key). In
+ * AWS: the key (and optionally base URL and model) from the Secrets Manager secret named by
+ * LOUPE_OPENAI_SECRET_ARN, never from plain environment text.
+ */
+export async function aiProvider(): Promise<AiProvider | null> {
+  const cfg = config();
+  let found: ModelSecret;
+  if (cfg.runtime === 'aws') {
+    if (!cfg.LOUPE_OPENAI_SECRET_ARN) return null;
+    found = await cachedSecret(cfg.LOUPE_OPENAI_SECRET_ARN);
+  } else found = { apiKey: cfg.OPENAI_API_KEY || undefined };
+  const baseURL = found.baseURL ?? cfg.OPENAI_BASE_URL;
+  const apiKey = found.apiKey;
+  if (!apiKey && !baseURL) return null;
+  const model = found.model ?? cfg.LOUPE_MODEL;
+  const sig = JSON.stringify([apiKey, baseURL, model]);
+  if (built?.sig !== sig)
+    built = {
+      sig,
+      provider: {
+        model,
+        client: new OpenAI({
+          apiKey: apiKey ?? NO_KEY,
+          baseURL: baseURL ?? undefined,
+          timeout: 60_000,
+          maxRetries: 2,
+        }),
+      },
+    };
+  return built.provider;
+}
+
+export function notConfiguredError(): AppError {
+  const how =
+    config().runtime === 'aws'
+      ? 'Store the API key in the Secrets Manager secret named by LOUPE_OPENAI_SECRET_ARN (aws secretsmanager put-secret-value --secret-id <arn> --secret-string <key>, or a JSON object with OPENAI_API_KEY, OPENAI_BASE_URL and LOUPE_MODEL); running functions pick it up within a minute.'
+      : 'Set OPENAI_API_KEY (plus OPENAI_BASE_URL for any other OpenAI-compatible endpoint, and LOUPE_MODEL to choose the model) in the environment and restart Loupe.';
+  return new AppError(503, 'AI_NOT_CONFIGURED', `No AI model provider is configured. ${how}`);
+}
+
+/** The provider, or 503 AI_NOT_CONFIGURED with a message that says how to set one. */
+export async function requireAi(): Promise<AiProvider> {
+  const p = await aiProvider();
+  if (!p) throw notConfiguredError();
+  return p;
+}
+
+/** Tests: forget the cached secret and client. */
+export function resetAiProvider(): void {
+  secret = undefined;
+  built = undefined;
+}
