@@ -14,12 +14,9 @@ let client: SecretsManagerClient | undefined;
  * itself or a JSON object: {"OPENAI_API_KEY"|"apiKey": "...", "OPENAI_BASE_URL"|"baseURL": "...",
  * "LOUPE_MODEL"|"model": "..."}. An empty secret (or the placeholder the stack creates) means "not set".
  */
-export async function readModelSecret(
-  arn: string,
-  sm: SecretsManagerClient = (client ??=
-    new SecretsManagerClient({})),
-): Promise<ModelSecret> {
-  const out = await sm.send(new GetSecretValueCommand({ SecretId: arn }));
+export async function readModelSecret(arn: string, sm?: SecretsManagerClient): Promise<ModelSecret> {
+  client ??= new SecretsManagerClient({});
+  const out = await (sm ?? client).send(new GetSecretValueCommand({ SecretId: arn }));
   return parseModelSecret(
     out.SecretString ?? (out.SecretBinary ? Buffer.from(out.SecretBinary).toString('utf8') : ''),
   );
