@@ -75,9 +75,18 @@ describe('connection CRUD, validation, visibility and isolation', () => {
 
   it('validates fields by database type', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ type: 'SQLITE', host: 'x', database: '/tmp/a.sqlite', password: undefined, port: undefined }, 'body.host'],
-      [{ type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: 'rel.db' }, 'body.database'],
-      [{ type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: undefined }, 'body.database'],
+      [
+        { type: 'SQLITE', host: 'x', database: '/tmp/a.sqlite', password: undefined, port: undefined },
+        'body.host',
+      ],
+      [
+        { type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: 'rel.db' },
+        'body.database',
+      ],
+      [
+        { type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: undefined },
+        'body.database',
+      ],
       [{ type: 'SQLITE', host: undefined, port: undefined, database: '/tmp/a.sqlite' }, 'body.password'],
       [{ host: undefined }, 'body.host'],
       [{ database: undefined }, 'body.database'],
@@ -101,7 +110,12 @@ describe('connection CRUD, validation, visibility and isolation', () => {
       body: { name: 'file', type: 'SQLITE', database: '/tmp/some.sqlite' },
     });
     expect(sqlite.status).toBe(201);
-    expect(sqlite.body.data).toMatchObject({ host: '', port: null, username: '', database: '/tmp/some.sqlite' });
+    expect(sqlite.body.data).toMatchObject({
+      host: '',
+      port: null,
+      username: '',
+      database: '/tmp/some.sqlite',
+    });
     const mongo = await s.call('POST', '/connections', {
       body: { name: 'docs', type: 'MONGODB', host: 'mongo.example', database: 'app' },
     });
@@ -130,9 +144,15 @@ describe('connection CRUD, validation, visibility and isolation', () => {
 
   it('updates fields, bumps the version only when connecting changes, and re-validates the merge', async () => {
     const c = await create();
-    const renamed = await s.call('PATCH', `/connections/${c.id}`, { body: { name: 'Renamed', readOnly: false } });
+    const renamed = await s.call('PATCH', `/connections/${c.id}`, {
+      body: { name: 'Renamed', readOnly: false },
+    });
     expect(renamed.status).toBe(200);
-    expect(renamed.body.data).toMatchObject({ name: 'Renamed', readOnly: false, host: 'db.example.internal' });
+    expect(renamed.body.data).toMatchObject({
+      name: 'Renamed',
+      readOnly: false,
+      host: 'db.example.internal',
+    });
     let item = await db.get(`ORG#${s.app.orgId}`, `CONN#${c.id}`);
     expect(item?.version).toBe(1);
     const before = item?.passwordCipher;
