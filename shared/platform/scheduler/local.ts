@@ -5,7 +5,7 @@ import { documentClient } from '../db/client';
 import { db, isConditionFailure } from '../db/store';
 import { LocalQueue } from '../queue/local';
 import { workers as manifest, type WorkerDef } from '../workers';
-import { firstFireTime, nextFireTime, parseScheduleExpression } from './expression';
+import { firstFireTime, nextFireTime, parseScheduleExpression, type ScheduleExpression } from './expression';
 import type { Scheduler, ScheduleSpec } from './port';
 import { checkSpec, SYSTEM_PREFIX } from './spec';
 
@@ -177,12 +177,13 @@ export class LocalScheduler implements Scheduler {
     const fired: ScheduledInvocation[] = [];
     for (const s of due) {
       if (s.nextFireAt === undefined || s.nextFireAt > now) continue;
-      if (!(await this.claim(s, now))) continue;
+      const dueAt = await this.claim(s as ScheduleItem & { nextFireAt: number }, now);
+      if (dueAt === undefined) continue;
       const inv: ScheduledInvocation = {
         schedule: s.name,
         worker: s.worker,
         input: s.input,
-        scheduledTime: toScheduledTime(s.nextFireAt),
+        scheduledTime: toScheduledTime(dueAt),
       };
       await this.queue.enqueue(SCHEDULED_QUEUE, inv);
       fired.push(inv);
@@ -190,7 +191,11 @@ export class LocalScheduler implements Scheduler {
     return fired;
   }
 
-  private async claim(s: ScheduleItem, now: number): Promise<boolean> {
+  /**
+   * Moves a due schedule's next time past now with one conditional write; returns the latest time it
+   * was due (the one this single catch-up run stands for), or undefined when another timer claimed it.
+   */
+  private async claim(s: ScheduleItem & { nextFireAt: number }, now: number): Promise<number | undefined> {
     const expr = parseScheduleExpression(s.expression);
     if (expr.kind === 'at') {
       try {
@@ -202,16 +207,13 @@ export class LocalScheduler implements Scheduler {
             ExpressionAttributeValues: { ':seen': s.nextFireAt },
           }),
         );
-        return true;
+        return s.nextFireAt;
       } catch (e) {
-        if (isConditionFailure(e)) return false;
+        if (isConditionFailure(e)) return undefined;
         throw e;
       }
     }
-    const next = nextFireTime(expr, new Date(now), {
-      timezone: s.timezone,
-      anchor: new Date(s.anchorAt),
-    })?.getTime();
+    const { latest, next } = latestDue(expr, s, now);
     const claimed =
       next === undefined
         ? await db.update({
@@ -228,8 +230,28 @@ export class LocalScheduler implements Scheduler {
             condition: 'nextFireAt = :seen',
             values: { ':now': now, ':next': next, ':g': dueKeys(next, s.name).gsi1sk, ':seen': s.nextFireAt },
           });
-    return claimed !== undefined;
+    return claimed === undefined ? undefined : latest;
   }
+}
+
+/** The latest due time at or before `now` (from the stored next time on) and the first one after it. */
+function latestDue(
+  expr: ScheduleExpression,
+  s: { nextFireAt: number; timezone: string; anchorAt: number },
+  now: number,
+): { latest: number; next: number | undefined } {
+  const opts = { timezone: s.timezone, anchor: new Date(s.anchorAt) };
+  if (expr.kind === 'rate') {
+    const latest = s.anchorAt + Math.floor((now - s.anchorAt) / expr.everyMs) * expr.everyMs;
+    return { latest: Math.max(latest, s.nextFireAt), next: latest + expr.everyMs };
+  }
+  let latest = s.nextFireAt;
+  for (let i = 0; i < 10_000; i++) {
+    const next = nextFireTime(expr, new Date(latest), opts)?.getTime();
+    if (next === undefined || next > now) return { latest, next };
+    latest = next;
+  }
+  return { latest, next: nextFireTime(expr, new Date(now), opts)?.getTime() };
 }
 
 function plain(item: ScheduleItem): StoredSchedule {
