@@ -1,0 +1,233 @@
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint';
+import { Deleted, IdParams, PageQuery } from '../http/schemas';
+
+export const WIDGET_TYPES = ['TABLE', 'METRIC', 'LINE', 'BAR', 'AREA', 'PIE', 'SCATTER', 'TEXT'] as const;
+export const MAX_WIDGETS_PER_DASHBOARD = 100;
+export const MAX_CACHE_SECONDS = 86_400;
+export const DEFAULT_CACHE_SECONDS = 60;
+
+const Title = z.string().trim().min(1).max(200);
+const Description = z.string().max(2000).nullable();
+const Sql = z.string().max(100_000).nullable();
+const ConnectionId = z.string().min(1).max(200).nullable();
+
+/** Why a widget `config` string is not acceptable, or undefined when it is. */
+export function configProblem(s: string): string | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(s);
+  } catch {
+    return 'config must be a string holding a JSON object (it is not valid JSON)';
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    return 'config must hold a JSON object, not an array or a scalar';
+  const cache = (v as Record<string, unknown>).cacheSeconds;
+  if (
+    cache !== undefined &&
+    (!Number.isInteger(cache) || (cache as number) < 0 || (cache as number) > MAX_CACHE_SECONDS)
+  )
+    return `config.cacheSeconds must be an integer from 0 (no cache) to ${MAX_CACHE_SECONDS}`;
+  return undefined;
+}
+
+const Config = z
+  .string()
+  .max(100_000)
+  .superRefine((s, ctx) => {
+    const problem = configProblem(s);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .describe(
+    'A string holding a JSON object (chart options). `cacheSeconds` (integer 0–86400, default 60; 0 disables) sets how long data results are cached.',
+  );
+
+export const DashboardCreate = z.object({
+  title: Title,
+  description: Description.optional(),
+  isPublic: z.boolean().default(false),
+});
+export const DashboardUpdate = z.object({
+  title: Title.optional(),
+  description: Description.optional(),
+  isPublic: z.boolean().optional(),
+});
+
+export const WidgetCreate = z.object({
+  type: z.enum(WIDGET_TYPES),
+  title: Title,
+  query: Sql.optional(),
+  connectionId: ConnectionId.optional(),
+  config: Config.default('{}'),
+  width: z.number().int().min(1).max(12).default(6),
+  height: z.number().int().min(1).max(100).default(4),
+  position: z.number().int().min(0).max(10_000).default(0),
+});
+export const WidgetUpdate = z.object({
+  type: z.enum(WIDGET_TYPES).optional(),
+  title: Title.optional(),
+  query: Sql.optional(),
+  connectionId: ConnectionId.optional(),
+  config: Config.optional(),
+  width: z.number().int().min(1).max(12).optional(),
+  height: z.number().int().min(1).max(100).optional(),
+  position: z.number().int().min(0).max(10_000).optional(),
+});
+
+export const Widget = z.object({
+  id: z.string(),
+  dashboardId: z.string(),
+  connectionId: z.string().nullable(),
+  type: z.enum(WIDGET_TYPES),
+  title: z.string(),
+  query: z.string().nullable(),
+  config: z.string(),
+  width: z.number().int(),
+  height: z.number().int(),
+  position: z.number().int(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export const Dashboard = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  title: z.string(),
+  description: z.string().nullable(),
+  isPublic: z.boolean(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  widgets: z.array(Widget),
+});
+export const WidgetData = z.object({
+  columns: z.array(z.string()),
+  rows: z.array(z.record(z.string(), z.unknown())),
+  rowCount: z.number().int(),
+  executionTime: z.number(),
+  truncated: z.boolean().optional(),
+  cached: z.boolean().describe('True when the result came from the widget cache'),
+  cachedAt: z.string().nullable().describe('When the cached result was computed; null for a fresh result'),
+  cacheSkipped: z
+    .enum(['DISABLED', 'TOO_LARGE'])
+    .optional()
+    .describe('Why a fresh result was not stored: caching is off for the widget, or its JSON exceeds 350 KB'),
+});
+
+const WidgetParams = z.object({ id: z.string().min(1).max(200), widgetId: z.string().min(1).max(200) });
+const tag = 'Dashboards';
+const scope = 'dashboards' as const;
+
+export const listDashboards = endpoint({
+  method: 'GET',
+  path: '/dashboards',
+  tag,
+  scope,
+  summary: 'List dashboards (each with its widgets)',
+  query: PageQuery,
+  response: z.array(Dashboard),
+  paginated: true,
+});
+export const createDashboard = endpoint({
+  method: 'POST',
+  path: '/dashboards',
+  tag,
+  scope,
+  summary: 'Create a dashboard',
+  body: DashboardCreate,
+  status: 201,
+  response: Dashboard,
+});
+export const getDashboard = endpoint({
+  method: 'GET',
+  path: '/dashboards/{id}',
+  tag,
+  scope,
+  summary: 'Get a dashboard with its widgets ordered by position',
+  params: IdParams,
+  response: Dashboard,
+});
+export const updateDashboard = endpoint({
+  method: 'PATCH',
+  path: '/dashboards/{id}',
+  tag,
+  scope,
+  summary: 'Change a dashboard',
+  params: IdParams,
+  body: DashboardUpdate,
+  response: Dashboard,
+  errors: [403],
+});
+export const deleteDashboard = endpoint({
+  method: 'DELETE',
+  path: '/dashboards/{id}',
+  tag,
+  scope,
+  summary: 'Delete a dashboard and all its widgets',
+  params: IdParams,
+  response: Deleted,
+  errors: [403],
+});
+export const listWidgets = endpoint({
+  method: 'GET',
+  path: '/dashboards/{id}/widgets',
+  tag,
+  scope,
+  summary: 'List the widgets of a dashboard ordered by position',
+  params: IdParams,
+  response: z.array(Widget),
+});
+export const createWidget = endpoint({
+  method: 'POST',
+  path: '/dashboards/{id}/widgets',
+  tag,
+  scope,
+  summary: 'Add a widget',
+  params: IdParams,
+  body: WidgetCreate,
+  status: 201,
+  response: Widget,
+  errors: [403],
+});
+export const updateWidget = endpoint({
+  method: 'PATCH',
+  path: '/dashboards/{id}/widgets/{widgetId}',
+  tag,
+  scope,
+  summary: 'Change a widget (a new query or connection drops its cached data)',
+  params: WidgetParams,
+  body: WidgetUpdate,
+  response: Widget,
+  errors: [403],
+});
+export const deleteWidget = endpoint({
+  method: 'DELETE',
+  path: '/dashboards/{id}/widgets/{widgetId}',
+  tag,
+  scope,
+  summary: 'Delete a widget',
+  params: WidgetParams,
+  response: Deleted,
+  errors: [403],
+});
+export const getWidgetData = endpoint({
+  method: 'GET',
+  path: '/dashboards/{id}/widgets/{widgetId}/data',
+  tag,
+  scope,
+  summary: "Run the widget's query read-only on its connection (cached per widget)",
+  params: WidgetParams,
+  response: WidgetData,
+  errors: [422, 504],
+});
+
+export const dashboardEndpoints = [
+  listDashboards,
+  createDashboard,
+  getDashboard,
+  updateDashboard,
+  deleteDashboard,
+  listWidgets,
+  createWidget,
+  updateWidget,
+  deleteWidget,
+  getWidgetData,
+];
