@@ -1,6 +1,9 @@
 import { authEndpoints } from '../auth/api';
 import { connectionEndpoints } from '../connections/api';
+import { dashboardEndpoints } from '../dashboards/api';
 import { discoveryEndpoints } from '../discovery/api';
+import { metricEndpoints } from '../metrics/api';
+import { savedQueryEndpoints } from '../saved-queries/api';
 import { usageEndpoints } from '../usage/api';
 import type { EndpointSpec } from './endpoint';
 
@@ -10,4 +13,7 @@ export const allEndpoints: EndpointSpec[] = [
   ...authEndpoints,
   ...usageEndpoints,
   ...connectionEndpoints,
+  ...dashboardEndpoints,
+  ...savedQueryEndpoints,
+  ...metricEndpoints,
 ];

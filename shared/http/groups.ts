@@ -18,6 +18,9 @@ export const httpGroups: HttpGroup[] = [
   { name: 'keys', prefixes: ['/keys', '/members'] },
   { name: 'usage', prefixes: ['/usage'] },
   { name: 'connections', prefixes: ['/connections'], timeoutSeconds: 29 },
+  { name: 'dashboards', prefixes: ['/dashboards'], timeoutSeconds: 29 },
+  { name: 'saved-queries', prefixes: ['/saved-queries'], timeoutSeconds: 29 },
+  { name: 'metrics', prefixes: ['/metrics'], timeoutSeconds: 29 },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */
