@@ -60,11 +60,4 @@ export function acknowledgeNagFindings(stack: LoupeStack): void {
       "Run-time schedules (workflow runs, one per workflow, generated names) are created, updated and deleted by the service; limited to the service's own schedule group.",
     );
   }
-
-  for (const q of stack.workers.queues.values())
-    ack(
-      q.deadLetters,
-      'SQS3',
-      'This queue is the dead-letter queue of a worker queue; it needs no dead-letter queue itself.',
-    );
 }

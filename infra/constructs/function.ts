@@ -39,7 +39,11 @@ export class LoupeFunction extends Construct {
     if (!existsSync(join(dir, 'index.mjs')))
       throw new Error(`No bundle for ${fn.kind}/${fn.name} in ${props.bundleRoot}; run npm run build first.`);
     const def = fn.kind === 'http' ? fn.group : fn.worker;
-    this.timeoutSeconds = def.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS[fn.kind];
+    // A queue worker's timeout is bounded by its queue's visibility timeout (see shared/platform/workers.ts).
+    const queue = fn.kind === 'workers' ? fn.worker.queue : undefined;
+    this.timeoutSeconds =
+      def.timeoutSeconds ??
+      Math.min(DEFAULT_TIMEOUT_SECONDS[fn.kind], queue?.visibilityTimeoutSeconds ?? Number.POSITIVE_INFINITY);
     const functionName = functionNameOf(Stack.of(this), fn);
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {

@@ -108,7 +108,7 @@ export class LoupeWorkers extends Construct {
           retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeInSeconds: 3600 },
         },
       });
-      schedule.addDependency(this.scheduleGroup);
+      schedule.node.addDependency(this.scheduleGroup);
       // The role's policy must be in place before Scheduler first invokes the worker.
       schedule.node.addDependency(this.schedulerRole);
       schedule.node.addDependency(w.function);

@@ -1,0 +1,379 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import type { Method } from 'aws-cdk-lib/aws-apigateway';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleFunctions } from '../../infra/bundling';
+import { resourcePaths, STAGE } from '../../infra/constructs/api';
+import { type FunctionEntry, functionEntries } from '../../infra/functions';
+import { LoupeStack } from '../../infra/stack';
+import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
+import { mainTable } from '../../shared/platform/db/table';
+import type { WorkerDef } from '../../shared/platform/workers';
+
+// The manifests may not yet declare a streaming group, a queue worker or a scheduled worker; these
+// fixtures make sure the stack's handling of each is synthesized and checked regardless.
+const streamGroup: HttpGroup = {
+  name: 'fixture-stream',
+  prefixes: ['/fixture-stream'],
+  streaming: true,
+  timeoutSeconds: 300,
+};
+const queueWorker: WorkerDef = {
+  name: 'fixture-queue',
+  queue: { visibilityTimeoutSeconds: 45, maxReceiveCount: 4, batchSize: 20 },
+  timeoutSeconds: 30,
+};
+const scheduledWorker: WorkerDef = {
+  name: 'fixture-scheduled',
+  schedule: { expression: 'rate(5 minutes)', payload: { task: 'sweep' } },
+};
+const fixtures: FunctionEntry[] = [
+  { kind: 'http', name: streamGroup.name, entry: 'test/infra/fixtures/stream-group.ts', group: streamGroup },
+  {
+    kind: 'workers',
+    name: queueWorker.name,
+    entry: 'test/infra/fixtures/queue-worker.ts',
+    worker: queueWorker,
+  },
+  {
+    kind: 'workers',
+    name: scheduledWorker.name,
+    entry: 'test/infra/fixtures/scheduled-worker.ts',
+    worker: scheduledWorker,
+  },
+];
+
+const manifest = functionEntries();
+const all = [...manifest, ...fixtures];
+let bundleRoot: string;
+let stack: LoupeStack;
+let template: Template;
+
+type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
+const resourcesOf = (type: string) => Object.entries(template.findResources(type)) as [string, Resource][];
+const logicalId = (c: { node: { defaultChild?: unknown } }) =>
+  stack.getLogicalId(c.node.defaultChild as never);
+
+beforeAll(async () => {
+  // Routing reads the manifest (groupFor), so the fixture group joins it for this test process.
+  httpGroups.push(streamGroup);
+  bundleRoot = mkdtempSync(join(tmpdir(), 'loupe-bundles-'));
+  await bundleFunctions(all, bundleRoot);
+  stack = new LoupeStack(new App(), 'LoupeTest', { bundleRoot, functions: all });
+  template = Template.fromStack(stack);
+});
+
+afterAll(() => {
+  httpGroups.splice(httpGroups.indexOf(streamGroup), 1);
+  if (bundleRoot) rmSync(bundleRoot, { recursive: true, force: true });
+});
+
+describe('functions', () => {
+  it('creates one nodejs24.x arm64 function per HTTP group and worker, named after it', () => {
+    const fns = resourcesOf('AWS::Lambda::Function');
+    expect(fns).toHaveLength(all.length);
+    for (const f of all) {
+      const kind = f.kind === 'http' ? 'http' : 'worker';
+      const match = fns.find(([, r]) => r.Properties.FunctionName === `LoupeTest-${kind}-${f.name}`);
+      expect(match, `${f.kind}/${f.name}`).toBeDefined();
+      expect(match![1].Properties).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+      });
+    }
+  });
+
+  it('gives every function the runtime configuration the service reads', () => {
+    for (const [, r] of resourcesOf('AWS::Lambda::Function')) {
+      const env = r.Properties.Environment.Variables;
+      for (const name of [
+        'LOUPE_TABLE_NAME',
+        'LOUPE_KMS_KEY_ID',
+        'LOUPE_QUEUE_URLS',
+        'LOUPE_SCHEDULER_GROUP',
+        'LOUPE_SCHEDULER_ROLE_ARN',
+        'LOUPE_WORKER_ARNS',
+        'LOUPE_OPENAI_SECRET_ARN',
+        'LOUPE_PUBLIC_URL',
+        'POWERTOOLS_SERVICE_NAME',
+      ])
+        expect(env[name], `${r.Properties.FunctionName} ${name}`).toBeDefined();
+      expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
+      expect(env.LOUPE_RUNTIME).toBe('aws');
+    }
+  });
+
+  it("tells functions each worker's ARN by the worker function's real name", () => {
+    const [, fn] = resourcesOf('AWS::Lambda::Function')[0];
+    const arns = stack.resolve(fn.Properties.Environment.Variables.LOUPE_WORKER_ARNS);
+    const text = JSON.stringify(arns);
+    for (const w of [queueWorker, scheduledWorker])
+      expect(text).toContain(`:function:LoupeTest-worker-${w.name}`);
+  });
+
+  it('gives every function its own log group with retention', () => {
+    const groups = resourcesOf('AWS::Logs::LogGroup');
+    for (const f of all) {
+      const kind = f.kind === 'http' ? 'http' : 'worker';
+      const g = groups.find(
+        ([, r]) => r.Properties.LogGroupName === `/aws/lambda/LoupeTest-${kind}-${f.name}`,
+      );
+      expect(g, f.name).toBeDefined();
+      expect(g![1].Properties.RetentionInDays).toBeGreaterThan(0);
+    }
+  });
+
+  it('grants functions only encrypt, decrypt and data-key generation with the KMS key', () => {
+    const keyId = logicalId(stack.key);
+    for (const [, policy] of resourcesOf('AWS::IAM::Policy')) {
+      for (const s of policy.Properties.PolicyDocument.Statement) {
+        const actions = [s.Action].flat() as string[];
+        if (!actions.some((a) => a.startsWith('kms:'))) continue;
+        expect(actions.sort()).toEqual(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']);
+        expect(s.Resource).toEqual({ 'Fn::GetAtt': [keyId, 'Arn'] });
+      }
+    }
+  });
+});
+
+describe('REST API', () => {
+  it('deploys stage v1 with access logging, throttling and execution logging', () => {
+    template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      StageName: STAGE,
+      AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue(), Format: Match.anyValue() }),
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({ LoggingLevel: 'ERROR', ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 }),
+      ]),
+    });
+  });
+
+  it('routes every path the way the local runtime does (groupFor)', () => {
+    // API Gateway picks an exact resource, else the {proxy+} of the deepest existing ancestor.
+    const routes = stack.api.routes;
+    const resources = [...routes.keys()].filter((p) => !p.endsWith('{proxy+}'));
+    const viaApi = (path: string) => {
+      if (routes.has(path) && resources.includes(path)) return routes.get(path);
+      const parent = resources
+        .filter((r) => r === '/' || path.startsWith(`${r}/`))
+        .sort((a, b) => b.length - a.length)[0];
+      return routes.get(`${parent === '/' ? '' : parent}/{proxy+}`);
+    };
+    const samples = ['/', '/nope', '/nope/deeper', '/openapi.json', '/.well-known/oauth-protected-resource'];
+    for (const g of httpGroups)
+      for (const p of g.prefixes)
+        samples.push(p, `${p === '/' ? '' : p}/some-id`, `${p === '/' ? '' : p}/a/b/c`);
+    for (const path of samples) expect(viaApi(path), path).toBe(groupFor(path).name);
+    expect(resourcePaths(httpGroups).length * 2).toBe(routes.size);
+  });
+
+  it("sends each method to its group's function, streaming only for streaming groups", () => {
+    const methods = stack.api.api.methods as Method[];
+    expect(methods.length).toBe(stack.api.routes.size);
+    const fnIds = new Map(
+      [...stack.functions].map(([key, f]) => [key.replace(/^http\//, ''), logicalId(f.function)]),
+    );
+    for (const m of methods) {
+      const group = stack.api.routes.get(m.resource.path)!;
+      const integration = stack.resolve((m.node.defaultChild as any).integration);
+      const uri = JSON.stringify(integration.uri);
+      expect(uri, m.resource.path).toContain(fnIds.get(group));
+      expect(integration.type).toBe('AWS_PROXY');
+      if (group === streamGroup.name) {
+        expect(integration.responseTransferMode).toBe('STREAM');
+        expect(uri).toContain('/response-streaming-invocations');
+        expect(integration.timeoutInMillis).toBe(300_000);
+      } else {
+        expect(integration.responseTransferMode).toBeUndefined();
+        expect(uri).toContain('/invocations');
+        expect(uri).not.toContain('response-streaming');
+      }
+    }
+  });
+
+  it("answers API Gateway's own errors in the envelope shape", () => {
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'THROTTLED',
+      StatusCode: '429',
+      ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"code":"RATE_LIMITED"') },
+    });
+  });
+});
+
+describe('data', () => {
+  it('creates the table of table.ts: on demand, PITR, TTL, GSI, encrypted, retained', () => {
+    const tables = resourcesOf('AWS::DynamoDB::Table');
+    expect(tables).toHaveLength(1);
+    const [, t] = tables[0];
+    expect(t.DeletionPolicy).toBe('Retain');
+    expect(t.Properties).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: mainTable.ttlAttribute, Enabled: true },
+      SSESpecification: { SSEEnabled: true },
+      KeySchema: [
+        { AttributeName: mainTable.partitionKey, KeyType: 'HASH' },
+        { AttributeName: mainTable.sortKey, KeyType: 'RANGE' },
+      ],
+    });
+    expect(t.Properties.GlobalSecondaryIndexes.map((i: { IndexName: string }) => i.IndexName)).toEqual(
+      mainTable.indexes.map((i) => i.name),
+    );
+  });
+
+  it('creates a retained KMS key with rotation', () => {
+    template.hasResource('AWS::KMS::Key', {
+      DeletionPolicy: 'Retain',
+      Properties: { EnableKeyRotation: true },
+    });
+  });
+
+  it('creates the model key secret the functions may read', () => {
+    template.resourceCountIs('AWS::SecretsManager::Secret', 1);
+    const secretId = logicalId(stack.modelKey);
+    const reads = resourcesOf('AWS::IAM::Policy').filter(([, p]) =>
+      p.Properties.PolicyDocument.Statement.some(
+        (s: any) => s.Action === 'secretsmanager:GetSecretValue' && s.Resource?.Ref === secretId,
+      ),
+    );
+    expect(reads.length).toBe(all.length);
+  });
+});
+
+describe('workers', () => {
+  it('feeds a queue worker from an SSL-only encrypted queue with a dead-letter queue', () => {
+    const { queue, deadLetters } = stack.workers.queues.get(queueWorker.name)!;
+    const q = template.toJSON().Resources[logicalId(queue)].Properties;
+    expect(q.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(deadLetters), 'Arn'] },
+      maxReceiveCount: queueWorker.queue!.maxReceiveCount,
+    });
+    expect(q.SqsManagedSseEnabled).toBe(true);
+    expect(q.VisibilityTimeout).toBeGreaterThanOrEqual(6 * queueWorker.timeoutSeconds!);
+    expect(q.VisibilityTimeout).toBeGreaterThanOrEqual(queueWorker.queue!.visibilityTimeoutSeconds);
+    for (const qq of [queue, deadLetters])
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: logicalId(qq) }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
+        },
+      });
+  });
+
+  it('maps the queue to its worker with partial batch failure reporting', () => {
+    const { queue } = stack.workers.queues.get(queueWorker.name)!;
+    const fn = stack.functions.get(`workers/${queueWorker.name}`)!;
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(queue), 'Arn'] },
+      FunctionName: { Ref: logicalId(fn.function) },
+      BatchSize: queueWorker.queue!.batchSize,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('lets every function enqueue to worker queues', () => {
+    const { queue } = stack.workers.queues.get(queueWorker.name)!;
+    const senders = resourcesOf('AWS::IAM::Policy').filter(([, p]) =>
+      p.Properties.PolicyDocument.Statement.some(
+        (s: any) => s.Action === 'sqs:SendMessage' && JSON.stringify(s.Resource).includes(logicalId(queue)),
+      ),
+    );
+    expect(senders.length).toBe(all.length);
+  });
+
+  it('schedules a scheduled worker through the scheduler group and role', () => {
+    template.hasResourceProperties('AWS::Scheduler::ScheduleGroup', { Name: 'LoupeTest-schedules' });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      GroupName: 'LoupeTest-schedules',
+      ScheduleExpression: scheduledWorker.schedule!.expression,
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: Match.objectLike({
+        Arn: Match.anyValue(),
+        RoleArn: { 'Fn::GetAtt': [logicalId(stack.workers.schedulerRole), 'Arn'] },
+        Input: JSON.stringify(scheduledWorker.schedule!.payload),
+      }),
+    });
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: {
+        Statement: [Match.objectLike({ Principal: { Service: 'scheduler.amazonaws.com' } })],
+      },
+    });
+  });
+
+  it('lets functions manage run-time schedules and pass only the scheduler role', () => {
+    const roleId = logicalId(stack.workers.schedulerRole);
+    for (const f of stack.functions.values()) {
+      const policy = template.toJSON().Resources[logicalId(f.role.node.findChild('DefaultPolicy') as never)];
+      const statements = policy.Properties.PolicyDocument.Statement as any[];
+      const pass = statements.find((s) => s.Action === 'iam:PassRole');
+      expect(pass.Resource).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
+      const sched = statements.find((s) => [s.Action].flat().includes('scheduler:CreateSchedule'));
+      expect([sched.Action].flat().sort()).toEqual([
+        'scheduler:CreateSchedule',
+        'scheduler:DeleteSchedule',
+        'scheduler:UpdateSchedule',
+      ]);
+      expect(JSON.stringify(sched.Resource)).toContain('schedule/LoupeTest-schedules/*');
+    }
+  });
+});
+
+describe('compliance', () => {
+  it('has no unacknowledged cdk-nag AwsSolutions findings', () => {
+    const report = new AwsSolutionsChecks().validateScope(stack);
+    const findings = report.violations.map(
+      (v) => `${v.severity} ${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
+    );
+    expect(findings).toEqual([]);
+  });
+
+  it('gives every acknowledged cdk-nag rule a specific reason', () => {
+    const reasons: [string, string][] = [];
+    for (const c of stack.node.findAll())
+      for (const m of c.node.metadata)
+        if (m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          for (const [id, reason] of Object.entries(m.data as Record<string, string>))
+            reasons.push([id, reason]);
+    expect(reasons.length).toBeGreaterThan(0);
+    for (const [id, reason] of reasons) expect(reason.length, id).toBeGreaterThan(40);
+  });
+
+  it('reports a finding when a rule is broken (the check is live)', () => {
+    const scratch = new Stack(new App(), 'Scratch');
+    new Queue(scratch, 'Plain', { enforceSSL: false });
+    const ids = new AwsSolutionsChecks().validateScope(scratch).violations.map((v) => v.ruleName);
+    expect(ids).toEqual(expect.arrayContaining(['AwsSolutions-SQS3', 'AwsSolutions-SQS4']));
+  });
+
+  it('stays under the CloudFormation limit of 500 resources per stack', () => {
+    expect(Object.keys(template.toJSON().Resources).length).toBeLessThan(500);
+  });
+
+  it('exports the API URL, table name and KMS key id', () => {
+    const outputs = template.toJSON().Outputs;
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'TableName', 'KmsKeyId']));
+  });
+});
+
+describe('manifest checks', () => {
+  it('rejects a manifest entry whose handler file is missing', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'loupe-empty-'));
+    try {
+      expect(() => functionEntries(empty)).toThrow(/handler file functions\/http\/discovery\.ts is missing/);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects a prefix that is not a literal path', () => {
+    expect(() => resourcePaths([{ name: 'bad', prefixes: ['/things/{id}'] }])).toThrow(/literal path/);
+  });
+});
