@@ -6,6 +6,7 @@ import {
   updateAnnotation,
 } from '../../shared/connections/annotations';
 import * as api from '../../shared/connections/api';
+import { requestAutoAnnotation } from '../../shared/connections/auto-annotate';
 import {
   connectionView,
   createConnection,
@@ -14,7 +15,10 @@ import {
   loadConnection,
   updateConnection,
 } from '../../shared/connections/connections';
+import { executeReadOnly } from '../../shared/connections/execute';
 import { listQueryHistory } from '../../shared/connections/history';
+import { getSchema, refreshSchema } from '../../shared/connections/schema';
+import { testConnection } from '../../shared/connections/test-connection';
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
 
@@ -31,11 +35,21 @@ export const handler = httpHandler([
     data: await updateConnection(ctx, params.id, body),
   })),
   on(api.deleteConnection, async ({ ctx, params }) => ({ data: await deleteConnection(ctx, params.id) })),
+  on(api.testConnection, async ({ ctx, params }) => ({ data: await testConnection(ctx, params.id) })),
+  on(api.getSchema, async ({ ctx, params }) => ({ data: await getSchema(ctx, params.id) })),
+  on(api.refreshSchema, async ({ ctx, params }) => ({ data: await refreshSchema(ctx, params.id) })),
+  on(api.runQuery, async ({ ctx, params, body }) => ({
+    data: await executeReadOnly(ctx, params.id, { ...body, source: 'query' }),
+  })),
   on(api.listQueries, async ({ ctx, params, query }) => listQueryHistory(ctx, params.id, query)),
   on(api.listAnnotations, async ({ ctx, params, query }) => listAnnotations(ctx, params.id, query)),
   on(api.createAnnotation, async ({ ctx, params, body }) => ({
     status: 201,
     data: await createAnnotation(ctx, params.id, body),
+  })),
+  on(api.autoAnnotate, async ({ ctx, params, body }) => ({
+    status: 202,
+    data: await requestAutoAnnotation(ctx, params.id, body?.tables),
   })),
   on(api.getAnnotation, async ({ ctx, params }) => ({
     data: await getAnnotation(ctx, params.id, params.annotationId),

@@ -4,6 +4,7 @@ import type { PageQuery } from '../http/schemas';
 import { notFound, validationError } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
 import type { ConnectionCreate, ConnectionUpdate } from './api';
+import { closeDriver } from './drivers';
 import type { DbType } from './drivers/types';
 import { dropCachedSchema } from './schema-store';
 import {
@@ -224,5 +225,6 @@ export async function deleteConnection(ctx: AuthContext, id: string) {
   await deleteKeys(await keysOf(connPk(ctx.orgId, id)));
   await deleteKeys(await keysOf(orgPk(ctx.orgId), `CONNSCHEMA#${id}`));
   await connectionStore.remove(ctx.orgId, id);
+  await closeDriver(id);
   return { deleted: true as const };
 }

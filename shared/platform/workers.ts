@@ -22,6 +22,22 @@ export interface WorkerDef {
   memoryMb?: number;
 }
 
-export const workers: WorkerDef[] = [];
+export const workers: WorkerDef[] = [
+  {
+    name: 'health-fanout',
+    schedule: { expression: 'rate(5 minutes)', payload: { scheduledTime: '<aws.scheduler.scheduled-time>' } },
+    timeoutSeconds: 60,
+  },
+  {
+    name: 'health-check',
+    queue: { visibilityTimeoutSeconds: 90, maxReceiveCount: 3, batchSize: 10 },
+    timeoutSeconds: 60,
+  },
+  {
+    name: 'annotate',
+    queue: { visibilityTimeoutSeconds: 900, maxReceiveCount: 3, batchSize: 1 },
+    timeoutSeconds: 840,
+  },
+];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);

@@ -1,0 +1,253 @@
+import { z } from 'zod';
+import type { AuthContext } from '../auth/context';
+import { AppError, validationError } from '../platform/errors';
+import { nowIso } from '../platform/ids';
+import { logger } from '../platform/logger';
+import { queue } from '../platform/queue';
+import { type AnnotationInput, writeAnnotation } from './annotations';
+import { loadConnection } from './connections';
+import type { ConnectionTarget, DbType, QueryResult, SchemaSnapshot, TableInfo } from './drivers/types';
+import { runReadOnly } from './run';
+import { loadSchema } from './schema-store';
+import { connectionStore } from './store';
+import { targetFor } from './target';
+
+/**
+ * Automatic annotation. `requestAutoAnnotation` (POST …/annotations/auto) checks the request and queues a
+ * job; the `annotate` worker runs `runAutoAnnotation`, which writes one annotation per table and column
+ * from the cached schema and a bounded read-only sample of each table.
+ *
+ * Seam for the model-written path: `annotator` below is the function that turns a table and its sample
+ * into annotation texts. The chat capability can replace `deterministicAnnotator` with a model-backed one
+ * (falling back to this one without a model); writing, the never-overwrite-a-user rule and sampling stay
+ * here.
+ */
+export const AnnotateJob = z.object({
+  orgId: z.string().min(1),
+  connectionId: z.string().min(1),
+  /** null: every table of the cached schema at the time the job runs. */
+  tables: z.array(z.string()).nullable(),
+  requestedBy: z.string(),
+  requestedAt: z.string(),
+});
+export type AnnotateJob = z.infer<typeof AnnotateJob>;
+
+export const SAMPLE_ROWS = 50;
+const SAMPLE_TIMEOUT_MS = 10_000;
+const SAMPLE_MAX_BYTES = 1024 * 1024;
+const EXAMPLES_SHOWN = 5;
+const EXAMPLE_CHARS = 40;
+
+/** Names that suggest secrets or personal identifiers: their values are never copied into annotations. */
+const SENSITIVE =
+  /pass(word)?|secret|token|hash|salt|api_?key|private|ssn|social_security|credit_?card|card_?number|cvv|iban|e_?mail|phone/i;
+
+export async function requestAutoAnnotation(ctx: AuthContext, connectionId: string, tables?: string[]) {
+  await loadConnection(ctx, connectionId);
+  const cached = await loadSchema(ctx.orgId, connectionId);
+  if (!cached)
+    throw new AppError(
+      412,
+      'SCHEMA_NOT_INTROSPECTED',
+      'The schema of this connection has not been introspected yet: run POST /connections/{id}/test or POST /connections/{id}/schema first.',
+    );
+  const known = cached.schema.tables.map((t) => t.name);
+  let chosen = known;
+  if (tables) {
+    const resolved: string[] = [];
+    const missing: string[] = [];
+    for (const name of tables) {
+      const exact = known.find((k) => k === name);
+      const loose = known.filter((k) => k.toLowerCase() === name.toLowerCase());
+      const match = exact ?? (loose.length === 1 ? loose[0] : undefined);
+      if (match) resolved.push(match);
+      else missing.push(name);
+    }
+    if (missing.length)
+      throw validationError(`Not in the cached schema: ${missing.slice(0, 20).join(', ')}.`, {
+        issues: missing.map((m) => ({
+          path: 'body.tables',
+          message: `unknown table "${m}"`,
+          code: 'custom',
+        })),
+      });
+    chosen = [...new Set(resolved)];
+  }
+  const job: AnnotateJob = {
+    orgId: ctx.orgId,
+    connectionId,
+    tables: tables ? chosen : null,
+    requestedBy: ctx.userId,
+    requestedAt: nowIso(),
+  };
+  await queue().send('annotate', job);
+  return {
+    message: `Automatic annotation of ${chosen.length} table${chosen.length === 1 ? '' : 's'} queued; annotations appear as each table is done. Annotations written by hand are kept.`,
+    connectionId,
+    tables: chosen,
+    tableCount: chosen.length,
+  };
+}
+
+export interface AnnotateSummary {
+  tables: number;
+  created: number;
+  updated: number;
+  kept: number;
+  sampleErrors: number;
+}
+
+/** The annotate worker's use case. Idempotent: a repeat refreshes auto annotations to the same content. */
+export async function runAutoAnnotation(job: AnnotateJob): Promise<AnnotateSummary> {
+  const summary: AnnotateSummary = { tables: 0, created: 0, updated: 0, kept: 0, sampleErrors: 0 };
+  const rec = await connectionStore.get(job.orgId, job.connectionId);
+  const cached = rec ? await loadSchema(job.orgId, job.connectionId) : null;
+  if (!rec || !cached) return summary; // deleted meanwhile: nothing to do
+  const wanted = job.tables ? new Set(job.tables) : undefined;
+  const tables = cached.schema.tables.filter((t) => !wanted || wanted.has(t.name));
+  const target = await targetFor(rec);
+  for (const table of tables) {
+    let sample: QueryResult | undefined;
+    try {
+      sample = await sampleTable(target, table);
+    } catch (e) {
+      summary.sampleErrors++;
+      logger().warn('auto annotation: sampling failed', {
+        connectionId: rec.id,
+        table: table.name,
+        error: (e as Error).message,
+      });
+    }
+    for (const a of annotator(table, cached.schema, sample)) {
+      const { outcome } = await writeAnnotation(job.orgId, job.connectionId, a, 'auto');
+      summary[outcome]++;
+    }
+    summary.tables++;
+  }
+  logger().info('auto annotation done', { connectionId: rec.id, ...summary });
+  return summary;
+}
+
+/** The function that writes annotation texts (see the seam note above). */
+export let annotator: (table: TableInfo, schema: SchemaSnapshot, sample?: QueryResult) => AnnotationInput[] =
+  deterministicAnnotator;
+export function setAnnotator(fn: typeof annotator): void {
+  annotator = fn;
+}
+
+const quote = (type: DbType, ident: string) => {
+  if (type === 'MYSQL' || type === 'MARIADB') return `\`${ident.replaceAll('`', '``')}\``;
+  if (type === 'MSSQL') return `[${ident.replaceAll(']', ']]')}]`;
+  return `"${ident.replaceAll('"', '""')}"`;
+};
+
+/** A bounded read-only sample query for the table, in the connection's dialect. */
+export function sampleQuery(type: DbType, table: TableInfo): string {
+  if (type === 'MONGODB') return JSON.stringify({ collection: table.name, filter: {}, limit: SAMPLE_ROWS });
+  const parts =
+    table.schema && table.name.startsWith(`${table.schema}.`)
+      ? [table.schema, table.name.slice(table.schema.length + 1)]
+      : [table.name];
+  const from = parts.map((p) => quote(type, p)).join('.');
+  return type === 'MSSQL'
+    ? `SELECT TOP ${SAMPLE_ROWS} * FROM ${from}`
+    : `SELECT * FROM ${from} LIMIT ${SAMPLE_ROWS}`;
+}
+
+async function sampleTable(target: ConnectionTarget, table: TableInfo): Promise<QueryResult> {
+  return runReadOnly(target, sampleQuery(target.type, table), {
+    maxRows: SAMPLE_ROWS,
+    maxBytes: SAMPLE_MAX_BYTES,
+    timeoutMs: SAMPLE_TIMEOUT_MS,
+  });
+}
+
+const display = (v: unknown): string => {
+  const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  return s.length > EXAMPLE_CHARS ? `${s.slice(0, EXAMPLE_CHARS - 1)}…` : s;
+};
+
+const PATTERNS: Array<[RegExp, string]> = [
+  [/^[^@\s]+@[^@\s]+\.[^@\s]+$/, 'email addresses'],
+  [/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'UUIDs'],
+  [/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/, 'dates or timestamps'],
+  [/^https?:\/\//, 'URLs'],
+];
+
+/** Annotation texts from the schema and sample alone: types, keys, relationships, a few values. */
+export function deterministicAnnotator(
+  table: TableInfo,
+  schema: SchemaSnapshot,
+  sample?: QueryResult,
+): AnnotationInput[] {
+  const out: AnnotationInput[] = [];
+  const referencedBy = schema.tables.flatMap((t) =>
+    t.foreignKeys
+      .filter((fk) => fk.referencedTable === table.name)
+      .map((fk) => `${t.name}.${fk.columns.join(', ')}`),
+  );
+  const what = table.kind === 'view' ? 'View' : table.kind === 'collection' ? 'Collection' : 'Table';
+  const facts = [
+    `${what} with ${table.columns.length} column${table.columns.length === 1 ? '' : 's'}${
+      table.rowEstimate !== null ? ` and about ${table.rowEstimate.toLocaleString('en-US')} rows` : ''
+    }.`,
+  ];
+  if (table.primaryKey.length) facts.push(`Primary key: ${table.primaryKey.join(', ')}.`);
+  else if (table.kind === 'table') facts.push('No primary key.');
+  for (const fk of table.foreignKeys)
+    facts.push(
+      `${fk.columns.join(', ')} references ${fk.referencedTable}(${fk.referencedColumns.join(', ')}).`,
+    );
+  if (referencedBy.length) facts.push(`Referenced by ${referencedBy.slice(0, 10).join('; ')}.`);
+  if (sample && sample.rowCount === 0) facts.push('The sample found no rows.');
+  out.push({
+    tableName: table.name,
+    columnName: null,
+    annotation: facts.join(' '),
+    dataType: null,
+    examples: null,
+  });
+
+  for (const col of table.columns) {
+    const parts = [`${col.type}, ${col.nullable ? 'nullable' : 'not null'}.`];
+    if (col.primaryKey) parts.push(table.primaryKey.length > 1 ? 'Part of the primary key.' : 'Primary key.');
+    const fk = table.foreignKeys.find((f) => f.columns.includes(col.name));
+    if (fk) {
+      const target = fk.referencedColumns[fk.columns.indexOf(col.name)] ?? fk.referencedColumns[0];
+      parts.push(`References ${fk.referencedTable}.${target}.`);
+    }
+    let examples: string | null = null;
+    const sensitive = SENSITIVE.test(col.name);
+    if (sample && sample.rowCount > 0 && sample.columns.includes(col.name)) {
+      const values = sample.rows.map((r) => r[col.name]);
+      const present = values.filter((v) => v !== null && v !== undefined && v !== '');
+      const distinct = [
+        ...new Set(present.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v)))),
+      ];
+      const emptyShare = Math.round(((values.length - present.length) / values.length) * 100);
+      parts.push(
+        `In a sample of ${values.length} row${values.length === 1 ? '' : 's'}: ${distinct.length} distinct value${
+          distinct.length === 1 ? '' : 's'
+        }${emptyShare > 0 ? `, ${emptyShare}% empty` : ''}.`,
+      );
+      const strings = present.filter((v): v is string => typeof v === 'string');
+      if (strings.length && strings.length === present.length)
+        for (const [re, label] of PATTERNS)
+          if (strings.every((v) => re.test(v))) {
+            parts.push(`Values look like ${label}.`);
+            break;
+          }
+      if (sensitive)
+        parts.push('Example values withheld: the column name suggests a secret or personal identifier.');
+      else if (distinct.length) examples = distinct.slice(0, EXAMPLES_SHOWN).map(display).join(', ');
+    }
+    out.push({
+      tableName: table.name,
+      columnName: col.name,
+      annotation: parts.join(' '),
+      dataType: col.type,
+      examples,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,121 @@
+import type { AuthContext } from '../auth/context';
+import { isAppError } from '../platform/errors';
+import { outbox } from '../platform/events';
+import { nowIso } from '../platform/ids';
+import { logger } from '../platform/logger';
+import { loadConnection } from './connections';
+import { connectionFailed, diagnose } from './diagnosis';
+import { driverFor } from './drivers';
+import { introspect, storeIntrospected } from './schema';
+import { loadSchema } from './schema-store';
+import { connectionStore, healthIndex, type StoredDiagnosis } from './store';
+import { targetFor } from './target';
+
+export interface TestResult {
+  success: boolean;
+  latency: number;
+  message: string;
+  schemaIntrospected: boolean;
+  tableCount?: number;
+  schemaError?: string;
+}
+
+const place = (t: { type: string; host: string; port: number | null; database: string }) =>
+  t.type === 'SQLITE'
+    ? `SQLite file ${t.database}`
+    : `${t.type} database "${t.database}" on ${t.host}${t.port ? `:${t.port}` : ''}`;
+
+/**
+ * POST /connections/{id}/test. Failure: 422 CONNECTION_FAILED with a diagnosis, and the connection becomes
+ * inactive with lastError and lastErrorDiagnosis. Success: lastTestedAt set, lastError cleared, the health
+ * failure count reset, and the connection reactivated unless an admin deactivated it (PATCH isActive false
+ * stays in force). The first success without a cached schema also introspects and caches it; an
+ * introspection failure then is reported in `schemaError` (and lastError) without failing the test.
+ */
+export async function testConnection(ctx: AuthContext, connectionId: string): Promise<TestResult> {
+  const rec = await loadConnection(ctx, connectionId);
+  const target = await targetFor(rec);
+  const started = performance.now();
+  let latency: number;
+  try {
+    const driver = await driverFor(target);
+    const ping = await driver.ping();
+    latency = Math.round((ping.latencyMs ?? performance.now() - started) * 10) / 10;
+  } catch (e) {
+    const err = connectionFailed(e, target);
+    const diagnosis =
+      (err.details as { diagnosis?: StoredDiagnosis } | undefined)?.diagnosis ??
+      diagnose(e, target, 'CONNECT');
+    const at = nowIso();
+    await connectionStore.patch(
+      rec.orgId,
+      rec.id,
+      {
+        isActive: false,
+        deactivatedBy: rec.isActive || rec.deactivatedBy !== 'user' ? 'test' : 'user',
+        lastTestedAt: at,
+        lastError: err.message,
+        lastErrorDiagnosis: diagnosis,
+        updatedAt: at,
+        ...healthIndex(rec.orgId, rec.id, false, 'test'),
+      },
+      { expectVersion: rec.version },
+    );
+    throw err;
+  }
+
+  const at = nowIso();
+  const reactivate = rec.isActive || rec.deactivatedBy !== 'user';
+  const recovered = !rec.isActive && rec.deactivatedBy === 'health';
+  const updated = await connectionStore.patch(
+    rec.orgId,
+    rec.id,
+    {
+      isActive: reactivate,
+      deactivatedBy: reactivate ? null : 'user',
+      lastTestedAt: at,
+      lastError: null,
+      lastErrorDiagnosis: null,
+      healthFailures: 0,
+      updatedAt: at,
+      ...healthIndex(rec.orgId, rec.id, reactivate, reactivate ? null : 'user'),
+    },
+    { expectVersion: rec.version },
+  );
+  if (updated && recovered)
+    await outbox()
+      .record(rec.orgId, 'connection.health.recovered', {
+        connectionId: rec.id,
+        name: rec.name,
+        type: rec.type,
+        recoveredAt: at,
+        via: 'test',
+        previousError: rec.lastError,
+      })
+      .catch((e) =>
+        logger().error('recording connection.health.recovered failed', { error: (e as Error).message }),
+      );
+
+  const result: TestResult = {
+    success: true,
+    latency,
+    message: `Connected to ${place(rec)}${rec.username ? ` as ${rec.username}` : ''}.`,
+    schemaIntrospected: false,
+  };
+  if (!(await loadSchema(rec.orgId, rec.id))) {
+    try {
+      const schema = await introspect(rec, target);
+      await storeIntrospected(ctx, rec, schema);
+      result.schemaIntrospected = true;
+      result.tableCount = schema.tables.length;
+    } catch (e) {
+      if (isAppError(e)) result.schemaError = e.message;
+      else {
+        logger().error('caching the schema failed', { connectionId: rec.id, error: (e as Error)?.message });
+        result.schemaError =
+          'The schema was read but could not be cached; retry with POST /connections/{id}/schema.';
+      }
+    }
+  }
+  return result;
+}
