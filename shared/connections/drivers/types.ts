@@ -24,6 +24,11 @@ export interface QueryOptions {
   params?: unknown[];
   /** Run inside a read-only transaction or session where the database has one (default true). */
   readOnly?: boolean;
+  /**
+   * What the read-only guard found (sql-guard.ts `assertReadOnly`); drivers read SELECT/VALUES
+   * through a cursor and other reads (EXPLAIN, SHOW) with a plain query. Absent: treated as SELECT.
+   */
+  kind?: 'select' | 'values' | 'explain' | 'show' | 'describe' | 'pragma' | 'mongo';
 }
 
 export interface QueryResult {

@@ -1,0 +1,604 @@
+/**
+ * Turns a driver failure into a Diagnosis (decisions.md §3): where it failed (stage), whose problem
+ * it is (fault), what to do (fix steps naming the actual host, port, database and user; never the
+ * password) and whether trying again can help. Known codes of pg, mysql2, mssql/tedious, mongodb,
+ * node:sqlite, Node's network/TLS layer and S3 map to a stage; anything else is fault `us`, retryable.
+ */
+import { AppError } from '../platform/errors';
+import type { ConnectionTarget, DbType } from './drivers/types';
+
+export type Stage =
+  | 'RESOLVE'
+  | 'CONNECT'
+  | 'TLS'
+  | 'AUTH'
+  | 'DATABASE'
+  | 'PERMISSION'
+  | 'TIMEOUT'
+  | 'READ_SCHEMA'
+  | 'QUERY';
+export type Fault = 'user' | 'server' | 'third-party' | 'us';
+
+export interface Diagnosis {
+  stage: Stage;
+  fault: Fault;
+  title: string;
+  explanation: string;
+  fixSteps: string[];
+  retryable: boolean;
+}
+
+type Target = Pick<ConnectionTarget, 'type' | 'host' | 'port' | 'database' | 'username'> &
+  Partial<Pick<ConnectionTarget, 'password'>>;
+
+/** Everything we know about an error chain: codes, numbers and messages of the error and its causes. */
+export interface ErrorFacts {
+  codes: Set<string>;
+  numbers: Set<number>;
+  messages: string[];
+  names: Set<string>;
+}
+
+export function factsOf(error: unknown): ErrorFacts {
+  const facts: ErrorFacts = { codes: new Set(), numbers: new Set(), messages: [], names: new Set() };
+  const seen = new Set<unknown>();
+  const visit = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || seen.has(e) || depth > 6) {
+      if (typeof e === 'string') facts.messages.push(e);
+      return;
+    }
+    seen.add(e);
+    const o = e as Record<string, unknown>;
+    if (typeof o.code === 'string') facts.codes.add(o.code);
+    if (typeof o.code === 'number') facts.numbers.add(o.code);
+    for (const k of ['errno', 'number']) if (typeof o[k] === 'number') facts.numbers.add(o[k] as number);
+    if (typeof o.codeName === 'string') facts.codes.add(o.codeName);
+    if (typeof o.errcode === 'number') facts.numbers.add(o.errcode);
+    if (typeof o.errstr === 'string') facts.messages.push(o.errstr);
+    if (typeof o.name === 'string') facts.names.add(o.name);
+    if (typeof o.message === 'string' && o.message) facts.messages.push(o.message);
+    if (typeof o.sqlMessage === 'string') facts.messages.push(o.sqlMessage);
+    if (typeof (o as { $metadata?: unknown }).$metadata === 'object') {
+      const status = (o.$metadata as { httpStatusCode?: number }).httpStatusCode;
+      if (typeof status === 'number') facts.numbers.add(status);
+    }
+    for (const k of ['cause', 'originalError', 'reason', 'error']) if (o[k]) visit(o[k], depth + 1);
+    if (Array.isArray(o.errors)) for (const x of o.errors) visit(x, depth + 1);
+    if (Array.isArray(o.precedingErrors)) for (const x of o.precedingErrors) visit(x, depth + 1);
+    // mongodb: ServerSelectionError.reason is a TopologyDescription with servers → { error }.
+    const servers = (o.servers ?? (o.reason as { servers?: unknown })?.servers) as
+      | Map<string, unknown>
+      | undefined;
+    if (servers instanceof Map)
+      for (const s of servers.values()) visit((s as { error?: unknown })?.error, depth + 1);
+  };
+  visit(error, 0);
+  return facts;
+}
+
+const hostPort = (t: Target) => {
+  const port = t.port ?? defaultPort[t.type];
+  return port ? `${t.host}:${port}` : t.host;
+};
+
+export const defaultPort: Record<DbType, number | null> = {
+  POSTGRES: 5432,
+  MYSQL: 3306,
+  MARIADB: 3306,
+  MSSQL: 1433,
+  MONGODB: 27017,
+  SQLITE: null,
+};
+
+const product: Record<DbType, string> = {
+  POSTGRES: 'PostgreSQL',
+  MYSQL: 'MySQL',
+  MARIADB: 'MariaDB',
+  MSSQL: 'SQL Server',
+  MONGODB: 'MongoDB',
+  SQLITE: 'SQLite',
+};
+
+const grantHint = (t: Target, object = '<table>') => {
+  switch (t.type) {
+    case 'POSTGRES':
+      return `As an administrator run: GRANT SELECT ON ${object} TO "${t.username}"; (or GRANT pg_read_all_data TO "${t.username}" on PostgreSQL 14+).`;
+    case 'MYSQL':
+    case 'MARIADB':
+      return `As an administrator run: GRANT SELECT ON \`${t.database || '<database>'}\`.* TO '${t.username}'@'%';`;
+    case 'MSSQL':
+      return `As an administrator run in database ${t.database || '<database>'}: ALTER ROLE db_datareader ADD MEMBER [${t.username}];`;
+    case 'MONGODB':
+      return `Give user "${t.username}" the read role on database "${t.database || '<database>'}" (db.grantRolesToUser("${t.username}", [{role: "read", db: "${t.database || '<database>'}"}])).`;
+    default:
+      return 'Make the file readable by the Loupe process.';
+  }
+};
+
+interface Rule {
+  when: (f: ErrorFacts, msg: string) => boolean;
+  build: (t: Target, f: ErrorFacts, msg: string) => Diagnosis;
+}
+
+const has = (f: ErrorFacts, ...codes: string[]) => codes.some((c) => f.codes.has(c));
+const num = (f: ErrorFacts, ...ns: number[]) => ns.some((n) => f.numbers.has(n));
+
+const tlsCertCodes = [
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_REJECTED',
+];
+
+/** Ordered: the first rule that matches wins (specific before general). */
+const rules: Rule[] = [
+  // ---- SQLite files (local path or S3 object) ----
+  {
+    when: (f) => has(f, 'LOUPE_SQLITE_LOCAL_PATH'),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'user',
+      title: 'SQLite file paths work only in local mode',
+      explanation: `The deployed service cannot read "${t.database}" from its own disk. Deployed, a SQLite database is an S3 object.`,
+      fixSteps: [
+        `Upload the file to S3 and set database to s3://<bucket>/<key>.`,
+        'Grant the Loupe functions s3:GetObject on that object.',
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) => has(f, 'NoSuchKey', 'NoSuchBucket', 'NotFound') || (num(f, 404) && /s3/i.test(m)),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'user',
+      title: 'SQLite file not found in S3',
+      explanation: `The object ${t.database} does not exist (or the bucket name is wrong).`,
+      fixSteps: [`Check the bucket and key in ${t.database}.`, 'Upload the database file to that location.'],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f) => has(f, 'AccessDenied', 'Forbidden', 'InvalidAccessKeyId', 'SignatureDoesNotMatch'),
+    build: (t) => ({
+      stage: 'PERMISSION',
+      fault: 'user',
+      title: 'Access to the SQLite file in S3 was denied',
+      explanation: `S3 refused to return ${t.database} to the Loupe function.`,
+      fixSteps: [
+        `Allow s3:GetObject on ${t.database} for the Loupe functions' role (bucket policy or IAM).`,
+        'If the object is encrypted with a customer-managed KMS key, allow kms:Decrypt too.',
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) => num(f, 14) && /unable to open database file|cannot open/i.test(m),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'user',
+      title: 'SQLite file not found',
+      explanation: `SQLite could not open "${t.database}": the file does not exist or cannot be read.`,
+      fixSteps: [
+        `Check the path "${t.database}" (absolute paths are safest).`,
+        'Make sure the file exists and the Loupe process may read it.',
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) => num(f, 26) || /file is not a database/i.test(m),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'user',
+      title: 'Not a SQLite database',
+      explanation: `"${t.database}" exists but is not a SQLite database file (or it is encrypted).`,
+      fixSteps: ['Point the connection at the .sqlite/.db file itself.', 'Unencrypted SQLite 3 files only.'],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) => num(f, 11) && /malformed|corrupt/i.test(m),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'server',
+      title: 'The SQLite file is damaged',
+      explanation: `SQLite reports that "${t.database}" is malformed.`,
+      fixSteps: [
+        'Restore the file from a backup or re-export it.',
+        'Check with: sqlite3 <file> "PRAGMA integrity_check"',
+      ],
+      retryable: false,
+    }),
+  },
+  // ---- Name resolution ----
+  {
+    when: (f, m) => has(f, 'ENOTFOUND', 'EAI_NONAME', 'EAI_FAIL') || /getaddrinfo ENOTFOUND/i.test(m),
+    build: (t) => ({
+      stage: 'RESOLVE',
+      fault: 'user',
+      title: 'Host name not found',
+      explanation: `DNS has no address for "${t.host}".`,
+      fixSteps: [
+        `Check the spelling of the host "${t.host}".`,
+        'If it is a private name, make sure the Loupe functions run in a network (VPC) whose DNS resolves it.',
+        'Use the host name or IP address your database provider shows for external connections.',
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) => has(f, 'EAI_AGAIN') || /getaddrinfo EAI_AGAIN/i.test(m),
+    build: (t) => ({
+      stage: 'RESOLVE',
+      fault: 'third-party',
+      title: 'DNS lookup failed temporarily',
+      explanation: `The name "${t.host}" could not be resolved right now (temporary DNS failure).`,
+      fixSteps: [
+        'Try again in a minute.',
+        `If it keeps failing, check that "${t.host}" resolves from the Loupe network.`,
+      ],
+      retryable: true,
+    }),
+  },
+  // ---- TLS ----
+  {
+    when: (f, m) =>
+      has(f, 'HANDSHAKE_NO_SSL_SUPPORT') ||
+      /server does not support SSL|does not support secure connection|server does not support encryption|ssl is not enabled on the server/i.test(
+        m,
+      ),
+    build: (t) => ({
+      stage: 'TLS',
+      fault: 'user',
+      title: 'The server does not accept TLS',
+      explanation: `sslEnabled is on, but ${product[t.type]} at ${hostPort(t)} does not offer TLS.`,
+      fixSteps: [
+        `Enable TLS on the server at ${hostPort(t)} (recommended), or`,
+        'turn sslEnabled off for this connection if the network path is private (traffic is then unencrypted).',
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) =>
+      (has(f, '28000') && /no encryption|SSL off/i.test(m)) ||
+      num(f, 3159) ||
+      has(f, 'ER_SECURE_TRANSPORT_REQUIRED') ||
+      /requires? (encryption|SSL|secure transport)|SSL connection is required|insecure transport are prohibited/i.test(
+        m,
+      ),
+    build: (t) => ({
+      stage: 'TLS',
+      fault: 'user',
+      title: 'The server requires TLS',
+      explanation: `${product[t.type]} at ${hostPort(t)} refuses unencrypted connections.`,
+      fixSteps: [
+        'Turn sslEnabled on for this connection.',
+        "If the server's certificate comes from a private CA, the operator adds that CA with NODE_EXTRA_CA_CERTS.",
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f) => has(f, 'ERR_TLS_CERT_ALTNAME_INVALID'),
+    build: (t) => ({
+      stage: 'TLS',
+      fault: 'user',
+      title: 'Certificate does not match the host name',
+      explanation: `The server at ${hostPort(t)} presented a certificate issued for a different name than "${t.host}".`,
+      fixSteps: [
+        'Connect with the host name written on the certificate (often the provider endpoint, not an IP address or alias).',
+        'Or reissue the server certificate to include this host name.',
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f) => has(f, 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID'),
+    build: (t) => ({
+      stage: 'TLS',
+      fault: 'server',
+      title: 'Server certificate expired or not yet valid',
+      explanation: `The certificate presented by ${hostPort(t)} is outside its validity period.`,
+      fixSteps: ['Renew the server certificate.', 'Check the clock of the database server.'],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) =>
+      has(f, ...tlsCertCodes) || /self[- ]signed certificate|unable to verify the first certificate/i.test(m),
+    build: (t) => ({
+      stage: 'TLS',
+      fault: 'user',
+      title: 'Server certificate not trusted',
+      explanation: `The certificate of ${hostPort(t)} is self-signed or signed by a CA Loupe does not trust. Loupe verifies certificates when sslEnabled is on.`,
+      fixSteps: [
+        'Use a certificate from a public CA, or',
+        "have the operator add your CA's PEM bundle to the Loupe functions with the NODE_EXTRA_CA_CERTS environment variable.",
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) =>
+      [...f.codes].some((c) => c.startsWith('ERR_SSL_') || c === 'EPROTO') ||
+      /ssl routines|wrong version number|tls handshake|secure TLS connection was established/i.test(m),
+    build: (t) => ({
+      stage: 'TLS',
+      fault: 'user',
+      title: 'TLS handshake failed',
+      explanation: `Loupe and the server at ${hostPort(t)} could not agree on a TLS session.`,
+      fixSteps: [
+        `Check that port ${t.port ?? defaultPort[t.type]} is the database port (not an HTTP or proxy port).`,
+        'Check that the server supports TLS 1.2 or newer, or turn sslEnabled off if the server has no TLS.',
+      ],
+      retryable: false,
+    }),
+  },
+  // ---- Authentication ----
+  {
+    when: (f, m) =>
+      has(
+        f,
+        '28P01',
+        'ER_ACCESS_DENIED_ERROR',
+        'ER_ACCESS_DENIED_NO_PASSWORD_ERROR',
+        'AuthenticationFailed',
+        'ELOGIN',
+      ) ||
+      num(f, 1045, 1698, 18456, 18) ||
+      /password authentication failed|authentication failed|login failed for user|access denied for user/i.test(
+        m,
+      ),
+    build: (t) => ({
+      stage: 'AUTH',
+      fault: 'user',
+      title: 'Login failed',
+      explanation: `${product[t.type]} at ${hostPort(t)} rejected user "${t.username}" with the stored password.`,
+      fixSteps: [
+        `Check the username "${t.username}" and enter the password again.`,
+        `Make sure "${t.username}" exists and may log in from the Loupe network${t.type === 'MYSQL' || t.type === 'MARIADB' ? ` (MySQL users are 'user'@'host': allow '${t.username}'@'%' or Loupe's address)` : ''}.`,
+        ...(t.type === 'MONGODB'
+          ? ['If the user is defined in another database, add ?authSource=<that database> to the host.']
+          : []),
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) =>
+      (has(f, '28000') && /pg_hba\.conf/i.test(m)) || num(f, 1130) || has(f, 'ER_HOST_NOT_PRIVILEGED'),
+    build: (t) => ({
+      stage: 'AUTH',
+      fault: 'server',
+      title: 'The server does not allow connections from Loupe',
+      explanation: `${product[t.type]} at ${hostPort(t)} has no rule allowing user "${t.username}" to connect from Loupe's address.`,
+      fixSteps:
+        t.type === 'POSTGRES'
+          ? [
+              `Add a pg_hba.conf line for database "${t.database}", user "${t.username}" and Loupe's address (hostssl … scram-sha-256), then reload the server.`,
+            ]
+          : [
+              `Create or grant the user for Loupe's host: CREATE USER '${t.username}'@'%' … / GRANT … TO '${t.username}'@'%'.`,
+            ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) => has(f, '28000') || /role ".*" does not exist/i.test(m),
+    build: (t) => ({
+      stage: 'AUTH',
+      fault: 'user',
+      title: 'User not accepted',
+      explanation: `${product[t.type]} did not accept user "${t.username}" (it may not exist).`,
+      fixSteps: [
+        `Check the username "${t.username}".`,
+        `Create the user or ask the database administrator for a login.`,
+      ],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) =>
+      num(f, 1862, 1820, 18487, 18488, 3118, 18486) ||
+      has(f, 'ER_MUST_CHANGE_PASSWORD_LOGIN', 'ER_ACCOUNT_HAS_BEEN_LOCKED') ||
+      /password has expired|must change|account is locked/i.test(m),
+    build: (t) => ({
+      stage: 'AUTH',
+      fault: 'user',
+      title: 'Account locked or password expired',
+      explanation: `The account "${t.username}" cannot log in until its password is reset or it is unlocked.`,
+      fixSteps: [`Reset the password of "${t.username}" (or unlock the account), then update it in Loupe.`],
+      retryable: false,
+    }),
+  },
+  {
+    when: (f, m) =>
+      num(f, 1251) ||
+      has(f, 'ER_NOT_SUPPORTED_AUTH_MODE') ||
+      /authentication method .* not supported|SASL/i.test(m),
+    build: (t) => ({
+      stage: 'AUTH',
+      fault: 'user',
+      title: 'Authentication method not supported',
+      explanation: `The server asked for an authentication method the driver cannot use for "${t.username}", or no password was given.`,
+      fixSteps: [
+        'Make sure the connection has a password.',
+        t.type === 'POSTGRES'
+          ? 'Use scram-sha-256 or md5 password authentication for this user.'
+          : 'Use caching_sha2_password or mysql_native_password for this user.',
+      ],
+      retryable: false,
+    }),
+  },
+  // ---- Database ----
+  {
+    when: (f, m) =>
+      has(f, '3D000', 'ER_BAD_DB_ERROR') ||
+      num(f, 1049, 4060) ||
+      /database ".*" does not exist|unknown database|cannot open database/i.test(m),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'user',
+      title: 'Database not found',
+      explanation: `${product[t.type]} at ${hostPort(t)} has no database "${t.database}" that user "${t.username}" can open.`,
+      fixSteps: [
+        `Check the spelling (and case) of the database name "${t.database}".`,
+        t.type === 'POSTGRES'
+          ? 'List databases with: SELECT datname FROM pg_database;'
+          : t.type === 'MSSQL'
+            ? `List databases with: SELECT name FROM sys.databases; and make sure "${t.username}" is a user in "${t.database}".`
+            : 'List databases with: SHOW DATABASES;',
+      ],
+      retryable: false,
+    }),
+  },
+  // ---- Permissions ----
+  {
+    when: (f, m) =>
+      has(
+        f,
+        '42501',
+        'ER_TABLEACCESS_DENIED_ERROR',
+        'ER_COLUMNACCESS_DENIED_ERROR',
+        'ER_DBACCESS_DENIED_ERROR',
+        'ER_SPECIFIC_ACCESS_DENIED_ERROR',
+        'Unauthorized',
+      ) ||
+      num(f, 1142, 1143, 1044, 1227, 229, 230, 262, 916, 13) ||
+      /permission denied|not authorized|command denied/i.test(m),
+    build: (t, _f, m) => {
+      const object = /(?:relation|table|object|on) ['"`]?([\w.$-]+)['"`]?/i.exec(m)?.[1];
+      return {
+        stage: 'PERMISSION',
+        fault: 'user',
+        title: 'Missing privilege',
+        explanation: `User "${t.username}" lacks a privilege it needs${object ? ` on ${object}` : ''} in database "${t.database}".`,
+        fixSteps: [grantHint(t, object), 'Loupe only reads: SELECT (read) privileges are enough.'],
+        retryable: false,
+      };
+    },
+  },
+  // ---- Server busy / unavailable ----
+  {
+    when: (f, m) =>
+      has(f, '53300', '57P03', '57P01', '57P02', 'ER_CON_COUNT_ERROR', 'ER_TOO_MANY_USER_CONNECTIONS') ||
+      num(f, 1040, 1203, 10928, 10929, 40613, 40197, 40501) ||
+      /too many (connections|clients)|the database system is (starting up|shutting down)/i.test(m),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'server',
+      title: 'The server is busy or unavailable',
+      explanation: `${product[t.type]} at ${hostPort(t)} accepted the connection but cannot serve it now (connection limit reached, starting, or shutting down).`,
+      fixSteps: [
+        'Try again in a minute.',
+        'If it persists, raise the connection limit or check the server status.',
+      ],
+      retryable: true,
+    }),
+  },
+  // ---- Network ----
+  {
+    when: (f, m) => has(f, 'ECONNREFUSED') || /ECONNREFUSED|connection refused/i.test(m),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'server',
+      title: 'Connection refused',
+      explanation: `Nothing is accepting connections at ${hostPort(t)}.`,
+      fixSteps: [
+        `Check that ${product[t.type]} is running and listening on ${hostPort(t)} (port ${t.port ?? defaultPort[t.type]}).`,
+        'Check that the server listens on its external address (listen_addresses / bind-address), not only localhost.',
+        'Check that a firewall or security group allows inbound connections from Loupe.',
+      ],
+      retryable: true,
+    }),
+  },
+  {
+    when: (f, m) =>
+      has(f, 'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'MongoServerSelectionError', 'ETIMEOUT', 'CONNECT_TIMEOUT') ||
+      f.names.has('MongoServerSelectionError') ||
+      /timeout expired|connection timeout|timed out|Failed to connect to .* in \d+ms/i.test(m),
+    build: (t) => ({
+      stage: 'TIMEOUT',
+      fault: 'third-party',
+      title: 'Connection timed out',
+      explanation: `No answer from ${hostPort(t)} in time: the network path is blocked or the server is overloaded.`,
+      fixSteps: [
+        `Allow inbound connections to ${hostPort(t)} from Loupe in the firewall, security group or the provider's IP allowlist.`,
+        'Make sure the database is reachable from the internet or from the Loupe network (VPC).',
+        `Check that port ${t.port ?? defaultPort[t.type]} is correct.`,
+      ],
+      retryable: true,
+    }),
+  },
+  {
+    when: (f, m) =>
+      has(f, 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'ESOCKET', 'MongoNetworkError') ||
+      f.names.has('MongoNetworkError') ||
+      /Connection terminated unexpectedly|socket hang up|ECONNRESET|EHOSTUNREACH|ENETUNREACH/i.test(m),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'third-party',
+      title: 'The network connection failed',
+      explanation: `The connection to ${hostPort(t)} could not be established or was dropped.`,
+      fixSteps: [
+        `Check that ${hostPort(t)} is reachable from Loupe (routing, firewall, VPN).`,
+        `Check that port ${t.port ?? defaultPort[t.type]} is the ${product[t.type]} port.`,
+        'Try again: transient network failures clear up on their own.',
+      ],
+      retryable: true,
+    }),
+  },
+];
+
+/** Removes the password (and any credentials in URLs) from driver messages. */
+export function sanitize(message: string, target?: { password?: string }): string {
+  let m = message.replace(/(\w+:\/\/)[^@\s/]+@/g, '$1***@');
+  if (target?.password && target.password.length >= 3) m = m.split(target.password).join('***');
+  return m.slice(0, 1000);
+}
+
+const messageOf = (e: unknown) =>
+  e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e ?? 'Unknown error');
+
+/** Diagnoses a failure. `stage` is where the caller was (READ_SCHEMA, QUERY) for errors that carry no stage. */
+export function diagnose(error: unknown, target: Target, stage?: Stage): Diagnosis {
+  const facts = factsOf(error);
+  const msg = facts.messages.join(' | ');
+  for (const rule of rules) if (rule.when(facts, msg)) return rule.build(target, facts, msg);
+  return {
+    stage: stage ?? 'CONNECT',
+    fault: 'us',
+    title: 'Unexpected error',
+    explanation: `Loupe hit an error it does not recognise while talking to ${product[target.type]} at ${hostPort(target)}: ${sanitize(messageOf(error), target)}`,
+    fixSteps: ['Try again.', 'If it keeps happening, contact support with the request id.'],
+    retryable: true,
+  };
+}
+
+/** Stages that mean "we never got a working session". */
+export const connectionStages = new Set<Stage>(['RESOLVE', 'CONNECT', 'TLS', 'AUTH', 'DATABASE', 'TIMEOUT']);
+
+export function connectionFailed(error: unknown, target: Target): AppError {
+  if (error instanceof AppError) return error;
+  const diagnosis = diagnose(error, target, 'CONNECT');
+  return new AppError(422, 'CONNECTION_FAILED', `${diagnosis.title}: ${sanitize(messageOf(error), target)}`, {
+    diagnosis,
+  });
+}
+
+export function introspectionFailed(error: unknown, target: Target): AppError {
+  if (error instanceof AppError) return error;
+  const diagnosis = diagnose(error, target, 'READ_SCHEMA');
+  return new AppError(
+    422,
+    'INTROSPECTION_FAILED',
+    `Could not read the schema. ${diagnosis.title}: ${sanitize(messageOf(error), target)}`,
+    { diagnosis },
+  );
+}

@@ -1,0 +1,78 @@
+/**
+ * One driver per connection, reused across requests on a warm instance and rebuilt when the
+ * connection changes: pools are keyed by connection id, and a different `version` (or any
+ * connection field) closes the old pool and opens a new one. Each adapter module is imported
+ * lazily, so a function loads only the database client it uses.
+ *
+ * TLS: `sslEnabled` means verified TLS (certificate chain and host name, `rejectUnauthorized: true`).
+ * Servers signed by a private CA: give Node the CA bundle with the standard NODE_EXTRA_CA_CERTS
+ * environment variable (a PEM file path); every adapter then trusts it.
+ */
+import type { ConnectionTarget, Driver } from './types';
+
+interface Entry {
+  fingerprint: string;
+  driver: Promise<Driver>;
+}
+
+const drivers = new Map<string, Entry>();
+
+const fingerprint = (t: ConnectionTarget) =>
+  JSON.stringify([t.version, t.type, t.host, t.port, t.database, t.username, t.password, t.sslEnabled]);
+
+async function create(target: ConnectionTarget): Promise<Driver> {
+  switch (target.type) {
+    case 'POSTGRES':
+      return (await import('./postgres')).postgresDriver(target);
+    case 'MYSQL':
+    case 'MARIADB':
+      return (await import('./mysql')).mysqlDriver(target);
+    case 'SQLITE':
+      return (await import('./sqlite')).sqliteDriver(target);
+    case 'MSSQL':
+    case 'MONGODB':
+      // The SQL Server and MongoDB adapters land in the next commit.
+      throw new Error(`The ${target.type} adapter is not available in this build yet.`);
+    default:
+      throw new Error(`Unsupported database type: ${String((target as { type: unknown }).type)}`);
+  }
+}
+
+/** The pooled driver for this connection (created on first use; rebuilt when the connection changed). */
+export async function driverFor(target: ConnectionTarget): Promise<Driver> {
+  const fp = fingerprint(target);
+  const existing = drivers.get(target.id);
+  if (existing && existing.fingerprint === fp) return existing.driver;
+  if (existing) {
+    drivers.delete(target.id);
+    void existing.driver.then((d) => d.close()).catch(() => {});
+  }
+  const entry: Entry = { fingerprint: fp, driver: create(target) };
+  drivers.set(target.id, entry);
+  entry.driver.catch(() => {
+    if (drivers.get(target.id) === entry) drivers.delete(target.id);
+  });
+  return entry.driver;
+}
+
+/** Closes and forgets one connection's pool (after the connection is deleted). */
+export async function closeDriver(connectionId: string): Promise<void> {
+  const entry = drivers.get(connectionId);
+  if (!entry) return;
+  drivers.delete(connectionId);
+  await entry.driver.then((d) => d.close()).catch(() => {});
+}
+
+/** Closes every pool (process shutdown, tests). */
+export async function closeAllDrivers(): Promise<void> {
+  const all = [...drivers.values()];
+  drivers.clear();
+  await Promise.all(all.map((e) => e.driver.then((d) => d.close()).catch(() => {})));
+}
+
+/**
+ * A one-off driver that is not pooled (connection tests of unsaved settings); the caller closes it.
+ */
+export function unpooledDriver(target: ConnectionTarget): Promise<Driver> {
+  return create(target);
+}

@@ -1,0 +1,257 @@
+/**
+ * MySQL and MariaDB adapter (mysql2). Each read runs on a pooled connection as:
+ *   SET SESSION max_statement_time = s (MariaDB) | max_execution_time = ms (MySQL), time_zone = '+00:00'
+ *   START TRANSACTION READ ONLY
+ *   <statement>            streamed row by row; at maxRows + 1 rows or the byte cap the connection
+ *                          is destroyed (the server rolls back and stops sending)
+ *   ROLLBACK
+ * multipleStatements stays off, so the server refuses stacked statements too.
+ * Values: BIGINT/DECIMAL as strings, DATE as YYYY-MM-DD, DATETIME as ISO without zone, TIMESTAMP as
+ * ISO UTC (Z), JSON as objects, binary as base64.
+ */
+import mysql from 'mysql2';
+import { RowCollector, rowOf, uniqueColumns } from '../values';
+import { QueryTimeoutError } from './errors';
+import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
+
+type Conn = mysql.PoolConnection;
+
+interface Flavor {
+  mariadb: boolean;
+  version: string;
+}
+
+/** `2024-01-02 03:04:05.123` → `2024-01-02T03:04:05.123` (+ `Z` for TIMESTAMP, which we read in UTC). */
+export function isoDateTime(text: string | null, utc: boolean): string | null {
+  if (text === null) return null;
+  if (!/^\d{4}-\d\d-\d\d \d/.test(text) || text.startsWith('0000-00-00')) return text;
+  return text.replace(' ', 'T') + (utc ? 'Z' : '');
+}
+
+const typeCast: mysql.TypeCast = (field, next) => {
+  if (field.type === 'DATETIME') return isoDateTime(field.string(), false);
+  if (field.type === 'TIMESTAMP') return isoDateTime(field.string(), true);
+  if (field.type === 'DATE' || field.type === 'NEWDATE') return field.string();
+  return next();
+};
+
+/** The statements that set up one read (exported for tests). */
+export function sessionSetup(flavor: Flavor, timeoutMs: number): string {
+  const limit = flavor.mariadb
+    ? `max_statement_time = ${Math.max(0.001, timeoutMs / 1000).toFixed(3)}`
+    : `max_execution_time = ${Math.max(1, Math.floor(timeoutMs))}`;
+  return `SET SESSION ${limit}, time_zone = '+00:00'`;
+}
+
+export function mysqlDriver(target: ConnectionTarget): Driver {
+  const pool = mysql.createPool({
+    host: target.host,
+    port: target.port ?? 3306,
+    user: target.username,
+    password: target.password,
+    database: target.database || undefined,
+    ssl: target.sslEnabled ? { rejectUnauthorized: true } : undefined,
+    connectionLimit: 3,
+    maxIdle: 3,
+    idleTimeout: 60_000,
+    connectTimeout: 10_000,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    dateStrings: true,
+    timezone: 'Z',
+    multipleStatements: false,
+    charset: 'utf8mb4',
+    typeCast,
+  });
+  let flavor: Flavor | undefined;
+
+  const getConnection = () =>
+    new Promise<Conn>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
+  const run = (c: Conn, sql: string, values?: unknown[]) =>
+    new Promise<unknown[]>((resolve, reject) =>
+      c.query({ sql, values }, (err, rows) => (err ? reject(err) : resolve(rows as unknown[]))),
+    );
+  const flavorOf = async (c: Conn) => {
+    if (flavor) return flavor;
+    const rows = (await run(c, 'SELECT VERSION() AS v')) as { v: string }[];
+    const version = String(rows[0]?.v ?? '');
+    flavor = { version, mariadb: /mariadb/i.test(version) || target.type === 'MARIADB' };
+    return flavor;
+  };
+
+  async function withConnection<T>(fn: (c: Conn) => Promise<T>): Promise<T> {
+    const c = await getConnection();
+    let destroy = false;
+    try {
+      return await fn(c);
+    } catch (e) {
+      destroy = true;
+      throw e;
+    } finally {
+      if (destroy) c.destroy();
+      else c.release();
+    }
+  }
+
+  return {
+    async ping() {
+      const started = performance.now();
+      const f = await withConnection(async (c) => {
+        await run(c, 'SELECT 1');
+        return flavorOf(c);
+      });
+      return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: f.version };
+    },
+
+    async introspect() {
+      return withConnection(async (c) => {
+        await run(c, sessionSetup(await flavorOf(c), 60_000));
+        await run(c, 'START TRANSACTION READ ONLY');
+        const snapshot = await introspect(c, run, target.database);
+        await run(c, 'ROLLBACK');
+        return snapshot;
+      });
+    },
+
+    async query(text: string, opts: QueryOptions): Promise<QueryResult> {
+      const started = performance.now();
+      const readOnly = opts.readOnly !== false;
+      const c = await getConnection();
+      const collector = new RowCollector(opts.maxRows, opts.maxBytes);
+      let columns: string[] = [];
+      let affected: number | undefined;
+      let reusable = false;
+      try {
+        await run(c, sessionSetup(await flavorOf(c), opts.timeoutMs));
+        await run(c, readOnly ? 'START TRANSACTION READ ONLY' : 'START TRANSACTION');
+        const stoppedEarly = await new Promise<boolean>((resolve, reject) => {
+          let settled = false;
+          const q = c.query({
+            sql: text,
+            values: opts.params,
+            rowsAsArray: true,
+            timeout: opts.timeoutMs + 5_000,
+          });
+          q.on('fields', (fields: { name: string }[] | undefined) => {
+            if (fields) columns = uniqueColumns(fields.map((f) => f.name));
+          });
+          q.on('result', (row: unknown) => {
+            if (settled) return;
+            if (!Array.isArray(row)) {
+              affected = (row as { affectedRows?: number }).affectedRows;
+              return;
+            }
+            if (!collector.add(rowOf(columns, row))) {
+              settled = true;
+              c.pause();
+              resolve(true);
+            }
+          });
+          q.on('error', (err: Error) => {
+            if (!settled) {
+              settled = true;
+              reject(err);
+            }
+          });
+          q.on('end', () => {
+            if (!settled) {
+              settled = true;
+              resolve(false);
+            }
+          });
+        });
+        if (!stoppedEarly) {
+          await run(c, readOnly ? 'ROLLBACK' : 'COMMIT');
+          reusable = true;
+        }
+      } catch (e) {
+        if ((e as { code?: string }).code === 'PROTOCOL_SEQUENCE_TIMEOUT')
+          throw new QueryTimeoutError(opts.timeoutMs);
+        throw e;
+      } finally {
+        // A connection with unread rows or an unknown state is closed; the server then rolls back.
+        if (reusable) c.release();
+        else c.destroy();
+      }
+      return {
+        columns,
+        rows: collector.rows,
+        rowCount:
+          !readOnly && affected !== undefined && columns.length === 0 ? affected : collector.rows.length,
+        executionTime: Math.round((performance.now() - started) * 100) / 100,
+        ...(collector.truncated ? { truncated: true } : {}),
+      };
+    },
+
+    async close() {
+      await new Promise<void>((resolve) => pool.end(() => resolve()));
+    },
+  };
+}
+
+const SYSTEM_SCHEMAS = `('mysql', 'information_schema', 'performance_schema', 'sys')`;
+
+/** Introspection SQL, scoped to the connection's database (or every non-system schema when none is set). */
+export const MYSQL_INTROSPECTION = {
+  scope: (database: string) =>
+    database ? 'TABLE_SCHEMA = DATABASE()' : `TABLE_SCHEMA NOT IN ${SYSTEM_SCHEMAS}`,
+  tables: (scope: string) =>
+    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, TABLE_TYPE AS kind, TABLE_ROWS AS estimate FROM information_schema.TABLES WHERE ${scope} ORDER BY TABLE_SCHEMA, TABLE_NAME`,
+  columns: (scope: string) =>
+    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, COLUMN_NAME AS c, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k FROM information_schema.COLUMNS WHERE ${scope} ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`,
+  keys: (scope: string) =>
+    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, CONSTRAINT_NAME AS name, COLUMN_NAME AS c, REFERENCED_TABLE_SCHEMA AS rs, REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc FROM information_schema.KEY_COLUMN_USAGE WHERE ${scope} AND (CONSTRAINT_NAME = 'PRIMARY' OR REFERENCED_TABLE_NAME IS NOT NULL) ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`,
+};
+
+async function introspect(
+  c: Conn,
+  run: (c: Conn, sql: string) => Promise<unknown[]>,
+  database: string,
+): Promise<SchemaSnapshot> {
+  const scope = MYSQL_INTROSPECTION.scope(database);
+  const display = (s: string, t: string) => (database ? t : `${s}.${t}`);
+  const tables = new Map<string, TableInfo>();
+  for (const r of (await run(c, MYSQL_INTROSPECTION.tables(scope))) as Record<string, string | null>[]) {
+    tables.set(`${r.s}.${r.t}`, {
+      name: display(String(r.s), String(r.t)),
+      schema: String(r.s),
+      kind: String(r.kind).includes('VIEW') ? 'view' : 'table',
+      columns: [],
+      primaryKey: [],
+      foreignKeys: [],
+      rowEstimate: r.estimate === null ? null : Number(r.estimate),
+    });
+  }
+  for (const r of (await run(c, MYSQL_INTROSPECTION.columns(scope))) as Record<string, string>[]) {
+    tables.get(`${r.s}.${r.t}`)?.columns.push({
+      name: r.c,
+      type: r.type,
+      nullable: r.nullable === 'YES',
+      primaryKey: r.k === 'PRI',
+    });
+  }
+  const fks = new Map<string, { table: TableInfo; columns: string[]; ref: string; refColumns: string[] }>();
+  for (const r of (await run(c, MYSQL_INTROSPECTION.keys(scope))) as Record<string, string | null>[]) {
+    const t = tables.get(`${r.s}.${r.t}`);
+    if (!t) continue;
+    if (r.name === 'PRIMARY') {
+      t.primaryKey.push(String(r.c));
+      continue;
+    }
+    const key = `${r.s}.${r.t}.${r.name}`;
+    let fk = fks.get(key);
+    if (!fk) {
+      fk = { table: t, columns: [], ref: display(String(r.rs), String(r.rt)), refColumns: [] };
+      fks.set(key, fk);
+    }
+    fk.columns.push(String(r.c));
+    fk.refColumns.push(String(r.rc));
+  }
+  for (const fk of fks.values())
+    fk.table.foreignKeys.push({
+      columns: fk.columns,
+      referencedTable: fk.ref,
+      referencedColumns: fk.refColumns,
+    });
+  return { tables: [...tables.values()] };
+}

@@ -1,0 +1,269 @@
+/**
+ * PostgreSQL adapter (pg). Each read runs as:
+ *   BEGIN READ ONLY; SET LOCAL statement_timeout = …; SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'
+ *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>   (SELECT / VALUES; extended protocol: one statement only)
+ *   FETCH n FROM loupe_cursor …                             (until maxRows + 1 rows or the byte cap)
+ *   ROLLBACK
+ * EXPLAIN and SHOW run as one extended-protocol query inside the same transaction.
+ * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
+ */
+import pg from 'pg';
+import { RowCollector, rowOf, uniqueColumns } from '../values';
+import { QueryTimeoutError } from './errors';
+import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
+
+const { Pool, types } = pg;
+
+/** `2024-01-02 03:04:05.123456+00` (session TimeZone UTC) → `2024-01-02T03:04:05.123456Z`. */
+export function isoTimestamp(text: string): string {
+  if (!/^\d{4,}-\d\d-\d\d \d/.test(text)) return text; // infinity, -infinity, BC dates stay as written
+  const t = text.replace(' ', 'T');
+  return t.replace(/\+00(:00)?$/, 'Z').replace(/([+-]\d\d)$/, '$1:00');
+}
+
+const arrayParser = types.arrayParser as unknown as {
+  create(source: string, transform: (s: string) => unknown): { parse(): unknown[] };
+};
+const parseArray = (transform: (s: string) => unknown) => (value: string) =>
+  arrayParser.create(value, transform).parse();
+const asText = (s: string) => s;
+
+/** Type parsers for this pool only (the global pg defaults are left alone). */
+const overrides: Record<number, (value: string) => unknown> = {
+  20: asText, // int8
+  1700: asText, // numeric
+  1082: asText, // date
+  1083: asText, // time
+  1266: asText, // timetz
+  1114: isoTimestamp, // timestamp
+  1184: isoTimestamp, // timestamptz
+  1186: asText, // interval (ISO 8601 via IntervalStyle)
+  790: asText, // money
+  1016: parseArray(asText), // int8[]
+  1231: parseArray(asText), // numeric[]
+  1182: parseArray(asText), // date[]
+  1115: parseArray(isoTimestamp), // timestamp[]
+  1185: parseArray(isoTimestamp), // timestamptz[]
+  1187: parseArray(asText), // interval[]
+};
+
+const typeParsers = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if ((format ?? 'text') === 'text' && overrides[oid]) return overrides[oid];
+    return (types.getTypeParser as (o: number, f?: string) => (v: string) => unknown)(oid, format);
+  },
+};
+
+const CURSOR_PREFIX = 'DECLARE loupe_cursor NO SCROLL CURSOR FOR ';
+
+/** Removes trailing semicolons (and whitespace) so the statement can follow DECLARE … FOR. */
+export const withoutTrailingSemicolons = (text: string) => text.replace(/[\s;]+$/, '');
+
+export function postgresDriver(target: ConnectionTarget): Driver {
+  const pool = new Pool({
+    host: target.host,
+    port: target.port ?? 5432,
+    database: target.database || undefined,
+    user: target.username,
+    password: target.password,
+    ssl: target.sslEnabled ? { rejectUnauthorized: true, servername: target.host } : false,
+    max: 3,
+    idleTimeoutMillis: 60_000,
+    connectionTimeoutMillis: 10_000,
+    application_name: 'loupe',
+    types: typeParsers,
+  });
+  // An idle client that loses its server must not crash the process; the next checkout reconnects.
+  pool.on('error', () => {});
+
+  async function withClient<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      return await fn(client);
+    } catch (e) {
+      broken = e as Error;
+      throw e;
+    } finally {
+      // A client whose transaction could not be closed is discarded, not returned to the pool.
+      if (broken) {
+        try {
+          await client.query('ROLLBACK');
+          client.release();
+        } catch {
+          client.release(true);
+        }
+      } else client.release();
+    }
+  }
+
+  return {
+    async ping() {
+      const started = performance.now();
+      const version = await withClient(async (c) => {
+        const r = await c.query<{ server_version: string }>('SHOW server_version');
+        return r.rows[0]?.server_version;
+      });
+      return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: version };
+    },
+
+    async introspect() {
+      return withClient(async (c) => {
+        await c.query('BEGIN READ ONLY');
+        await c.query(`SET LOCAL statement_timeout = 60000`);
+        const snapshot = await introspect(c);
+        await c.query('ROLLBACK');
+        return snapshot;
+      });
+    },
+
+    async query(text: string, opts: QueryOptions): Promise<QueryResult> {
+      const started = performance.now();
+      const readOnly = opts.readOnly !== false;
+      const deadline = Date.now() + opts.timeoutMs;
+      const statement = withoutTrailingSemicolons(text);
+      const values = opts.params ?? [];
+      const result = await withClient(async (c) => {
+        await c.query(
+          `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}; ` +
+            `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`,
+        );
+        const clientTimeout = opts.timeoutMs + 5_000;
+        const kind = opts.kind ?? 'select';
+        const collector = new RowCollector(opts.maxRows, opts.maxBytes);
+        let columns: string[] = [];
+        let rowCount: number | undefined;
+        if (readOnly && (kind === 'select' || kind === 'values')) {
+          await c.query({
+            text: CURSOR_PREFIX + statement,
+            values,
+            queryMode: 'extended',
+            query_timeout: clientTimeout,
+          } as pg.QueryConfig);
+          let batch = 50;
+          for (;;) {
+            if (Date.now() > deadline) throw new QueryTimeoutError(opts.timeoutMs);
+            const want = Math.min(batch, opts.maxRows + 1 - collector.rows.length);
+            const r = await c.query({
+              text: `FETCH ${want} FROM loupe_cursor`,
+              rowMode: 'array',
+              query_timeout: clientTimeout,
+            } as pg.QueryConfig);
+            if (columns.length === 0) columns = uniqueColumns(r.fields.map((f) => f.name));
+            let full = false;
+            for (const row of r.rows as unknown[][]) if (!collector.add(rowOf(columns, row))) full = true;
+            if (full || r.rows.length < want) break;
+            batch = Math.min(batch * 4, 2000);
+          }
+        } else {
+          const r = await c.query({
+            text: statement,
+            values,
+            rowMode: 'array',
+            queryMode: 'extended',
+            query_timeout: clientTimeout,
+          } as pg.QueryConfig);
+          columns = uniqueColumns((r.fields ?? []).map((f) => f.name));
+          for (const row of (r.rows ?? []) as unknown[][]) if (!collector.add(rowOf(columns, row))) break;
+          if (!readOnly && r.command !== 'SELECT') rowCount = r.rowCount ?? 0;
+        }
+        await c.query(readOnly ? 'ROLLBACK' : 'COMMIT');
+        return { columns, collector, rowCount };
+      }).catch((e) => {
+        throw adjustPosition(
+          e,
+          readOnly && (opts.kind ?? 'select') !== 'explain' && (opts.kind ?? 'select') !== 'show',
+        );
+      });
+      const { columns, collector } = result;
+      return {
+        columns,
+        rows: collector.rows,
+        rowCount: result.rowCount ?? collector.rows.length,
+        executionTime: Math.round((performance.now() - started) * 100) / 100,
+        ...(collector.truncated ? { truncated: true } : {}),
+      };
+    },
+
+    async close() {
+      await pool.end().catch(() => {});
+    },
+  };
+}
+
+/** Error positions refer to the user's text, not to our DECLARE prefix. */
+function adjustPosition(e: unknown, cursor: boolean): unknown {
+  const err = e as { position?: string };
+  if (cursor && err && typeof err.position === 'string') {
+    const p = Number(err.position) - CURSOR_PREFIX.length;
+    err.position = p >= 1 ? String(p) : undefined;
+  }
+  return e;
+}
+
+const SYSTEM_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'`;
+
+/** Tables, views and materialized views the login can read, outside system schemas. */
+export const PG_INTROSPECTION = {
+  columns: `SELECT n.nspname AS schema, c.relname AS name, c.relkind AS kind,
+    CASE WHEN c.reltuples < 0 THEN NULL ELSE c.reltuples::bigint END AS estimate,
+    a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type, NOT a.attnotnull AS nullable
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition AND ${SYSTEM_SCHEMA}
+    AND (has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'))
+  ORDER BY n.nspname, c.relname, a.attnum`,
+  constraints: `SELECT n.nspname AS schema, c.relname AS name, k.contype AS type,
+    ARRAY(SELECT a.attname FROM unnest(k.conkey) WITH ORDINALITY u(n, i) JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i)::text[] AS columns,
+    rn.nspname AS ref_schema, rc.relname AS ref_name,
+    ARRAY(SELECT a.attname FROM unnest(k.confkey) WITH ORDINALITY u(n, i) JOIN pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = u.n ORDER BY u.i)::text[] AS ref_columns
+  FROM pg_constraint k
+  JOIN pg_class c ON c.oid = k.conrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_class rc ON rc.oid = k.confrelid
+  LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+  WHERE k.contype IN ('p', 'f') AND ${SYSTEM_SCHEMA}
+  ORDER BY n.nspname, c.relname, k.conname`,
+};
+
+async function introspect(c: pg.PoolClient): Promise<SchemaSnapshot> {
+  const current =
+    (await c.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public';
+  const display = (schema: string, name: string) => (schema === current ? name : `${schema}.${name}`);
+  const tables = new Map<string, TableInfo>();
+  const cols = await c.query(PG_INTROSPECTION.columns);
+  for (const r of cols.rows) {
+    const key = `${r.schema}.${r.name}`;
+    let t = tables.get(key);
+    if (!t) {
+      t = {
+        name: display(r.schema, r.name),
+        schema: r.schema,
+        kind: r.kind === 'v' || r.kind === 'm' ? 'view' : 'table',
+        columns: [],
+        primaryKey: [],
+        foreignKeys: [],
+        rowEstimate: r.estimate === null ? null : Number(r.estimate),
+      };
+      tables.set(key, t);
+    }
+    t.columns.push({ name: r.column, type: r.type, nullable: r.nullable, primaryKey: false });
+  }
+  const cons = await c.query(PG_INTROSPECTION.constraints);
+  for (const r of cons.rows) {
+    const t = tables.get(`${r.schema}.${r.name}`);
+    if (!t) continue;
+    if (r.type === 'p') {
+      t.primaryKey = r.columns;
+      for (const col of t.columns) if (r.columns.includes(col.name)) col.primaryKey = true;
+    } else {
+      t.foreignKeys.push({
+        columns: r.columns,
+        referencedTable: display(r.ref_schema, r.ref_name),
+        referencedColumns: r.ref_columns,
+      });
+    }
+  }
+  return { tables: [...tables.values()] };
+}

@@ -1,0 +1,145 @@
+/**
+ * runReadOnly: the one path by which a statement reaches a database outside approved queries.
+ * guard (sql-guard.ts, before any connection is opened) → pooled driver → query under the
+ * statement timeout, row cap and byte cap, inside a read-only transaction or session.
+ * Failures become AppErrors: 504 QUERY_TIMEOUT, 422 QUERY_FAILED (the database's message, details
+ * {code, position?}), 422 CONNECTION_FAILED (details.diagnosis).
+ */
+import { AppError, validationError } from '../platform/errors';
+import { connectionStages, diagnose, factsOf, sanitize } from './diagnosis';
+import { driverFor } from './drivers/index';
+import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
+import { assertReadOnly } from './sql-guard';
+
+export const QUERY_DEFAULTS = {
+  maxRows: 1000,
+  maxRowsCap: 10_000,
+  maxBytes: 5 * 1024 * 1024,
+  timeoutMs: 25_000,
+} as const;
+
+export function resolveOptions(opts: Partial<QueryOptions>): QueryOptions {
+  const maxRows = opts.maxRows ?? QUERY_DEFAULTS.maxRows;
+  if (!Number.isInteger(maxRows) || maxRows < 1 || maxRows > QUERY_DEFAULTS.maxRowsCap)
+    throw validationError(`maxRows must be an integer from 1 to ${QUERY_DEFAULTS.maxRowsCap}.`);
+  const timeoutMs = opts.timeoutMs ?? QUERY_DEFAULTS.timeoutMs;
+  if (!Number.isFinite(timeoutMs) || timeoutMs < 1)
+    throw validationError('timeoutMs must be a positive number.');
+  const maxBytes = opts.maxBytes ?? QUERY_DEFAULTS.maxBytes;
+  if (!Number.isFinite(maxBytes) || maxBytes < 1)
+    throw validationError('maxBytes must be a positive number.');
+  if (opts.params !== undefined && !Array.isArray(opts.params))
+    throw validationError('params must be an array.');
+  return { ...opts, maxRows, timeoutMs, maxBytes };
+}
+
+export async function runReadOnly(
+  target: ConnectionTarget,
+  text: string,
+  opts: Partial<QueryOptions> = {},
+): Promise<QueryResult> {
+  const statement = assertReadOnly(target.type, text);
+  const options = { ...resolveOptions(opts), readOnly: true, kind: statement.kind };
+  return runChecked(target, text, options);
+}
+
+/**
+ * Runs a statement that is allowed to write (approved queries on a connection with readOnly false).
+ * No guard; still one statement under the timeout and caps. Callers own that decision.
+ */
+export async function runApproved(
+  target: ConnectionTarget,
+  text: string,
+  opts: Partial<QueryOptions> = {},
+): Promise<QueryResult> {
+  if (typeof text !== 'string' || !text.trim()) throw validationError('The statement is empty.');
+  return runChecked(target, text, { ...resolveOptions(opts), readOnly: false });
+}
+
+async function runChecked(
+  target: ConnectionTarget,
+  text: string,
+  options: QueryOptions,
+): Promise<QueryResult> {
+  let driver: Awaited<ReturnType<typeof driverFor>>;
+  try {
+    driver = await driverFor(target);
+  } catch (e) {
+    throw queryError(e, target, options);
+  }
+  try {
+    return await driver.query(text, options);
+  } catch (e) {
+    throw queryError(e, target, options);
+  }
+}
+
+const timeoutCodes = new Set([
+  'LOUPE_QUERY_TIMEOUT',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_STATEMENT_TIMEOUT',
+  'ER_QUERY_TIMEOUT',
+  'MaxTimeMSExpired',
+]);
+
+/** True when the failure is the statement running out of time (not the connection attempt). */
+export function isQueryTimeout(error: unknown): boolean {
+  const f = factsOf(error);
+  const msg = f.messages.join(' | ');
+  if ([...f.codes].some((c) => timeoutCodes.has(c))) return true;
+  if (f.numbers.has(1969) || f.numbers.has(3024) || f.numbers.has(50)) return true;
+  if (f.codes.has('57014') && /statement timeout|canceling statement/i.test(msg)) return true;
+  if (/Query read timeout/i.test(msg)) return true;
+  // mssql: a RequestError with ETIMEOUT is the request timeout (a ConnectionError ETIMEOUT is the connect timeout).
+  const e = error as { name?: string; code?: string };
+  if (e?.name === 'RequestError' && e.code === 'ETIMEOUT') return true;
+  if (
+    /interrupted|max_statement_time|max_execution_time/i.test(msg) &&
+    (f.numbers.has(1317) || f.numbers.has(3024))
+  )
+    return true;
+  return false;
+}
+
+export function queryError(
+  error: unknown,
+  target: ConnectionTarget,
+  options: Pick<QueryOptions, 'timeoutMs'>,
+): AppError {
+  if (error instanceof AppError) return error;
+  if (isQueryTimeout(error))
+    return new AppError(
+      504,
+      'QUERY_TIMEOUT',
+      `The query did not finish within ${Math.round(options.timeoutMs / 1000)} s and was cancelled. Narrow it (filters, LIMIT, aggregates) or add an index.`,
+      { timeoutMs: options.timeoutMs },
+    );
+  const diagnosis = diagnose(error, target, 'QUERY');
+  const raw = error instanceof Error ? error.message : String(error);
+  if (connectionStages.has(diagnosis.stage) && diagnosis.fault !== 'us')
+    return new AppError(422, 'CONNECTION_FAILED', `${diagnosis.title}: ${sanitize(raw, target)}`, {
+      diagnosis,
+    });
+  const e = error as {
+    code?: unknown;
+    number?: unknown;
+    errno?: unknown;
+    position?: unknown;
+    codeName?: unknown;
+  };
+  const code =
+    typeof e?.number === 'number' && e.number > 0
+      ? String(e.number)
+      : typeof e?.code === 'string' || typeof e?.code === 'number'
+        ? String(e.code)
+        : typeof e?.errno === 'number'
+          ? String(e.errno)
+          : 'UNKNOWN';
+  const position =
+    typeof e?.position === 'string' || typeof e?.position === 'number' ? Number(e.position) : undefined;
+  return new AppError(422, 'QUERY_FAILED', `The database rejected the statement: ${sanitize(raw, target)}`, {
+    code,
+    ...(position !== undefined && Number.isFinite(position) ? { position } : {}),
+    ...(typeof e?.codeName === 'string' ? { codeName: e.codeName } : {}),
+  });
+}

@@ -1,0 +1,140 @@
+/**
+ * Turns driver values into JSON that keeps their meaning:
+ * - big integers (bigint, int8, DECIMAL/NUMERIC) → strings (drivers are configured to hand them over as strings;
+ *   a JS bigint that still arrives becomes a string, or a number when it is a safe integer and `safeBigInts`);
+ * - Date → ISO 8601 string; binary (Buffer, Uint8Array, BSON Binary) → base64;
+ * - JSON columns → objects/arrays, normalized recursively;
+ * - BSON ObjectId, Decimal128, Long, Timestamp, UUID → strings; Int32/Double → numbers;
+ * - NaN and ±Infinity (not representable in JSON) → strings.
+ */
+
+export interface NormalizeOptions {
+  /** SQLite: integers read as bigint come back as numbers when they fit in a double exactly. */
+  safeBigInts?: boolean;
+}
+
+const bsonString = new Set(['ObjectId', 'ObjectID', 'Decimal128', 'Long', 'Timestamp', 'UUID']);
+
+export function normalizeValue(v: unknown, opts: NormalizeOptions = {}, depth = 0): unknown {
+  if (v === null || v === undefined) return null;
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      return Number.isFinite(v) ? v : String(v);
+    case 'bigint':
+      return opts.safeBigInts && v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER)
+        ? Number(v)
+        : v.toString();
+    case 'function':
+    case 'symbol':
+      return null;
+  }
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? null : v.toISOString();
+  if (Buffer.isBuffer(v)) return v.toString('base64');
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+  if (v instanceof ArrayBuffer) return Buffer.from(v).toString('base64');
+  if (depth > 64) return '[nested too deeply]';
+  if (Array.isArray(v)) return v.map((x) => normalizeValue(x, opts, depth + 1));
+  const o = v as Record<string, unknown> & { _bsontype?: string; toString(): string };
+  const bsontype = o._bsontype;
+  if (typeof bsontype === 'string') {
+    if (bsonString.has(bsontype)) return bsontype === 'ObjectId' ? o.toString() : String(o.toString());
+    if (bsontype === 'Int32' || bsontype === 'Double')
+      return normalizeValue(Number((o as { value?: unknown }).value));
+    if (bsontype === 'Binary') {
+      const b = o as unknown as {
+        buffer: Uint8Array;
+        sub_type?: number;
+        toUUID?: () => { toString(): string };
+      };
+      if (b.sub_type === 4 && typeof b.toUUID === 'function') return b.toUUID().toString();
+      return Buffer.from(b.buffer).toString('base64');
+    }
+    if (bsontype === 'BSONRegExp') {
+      const r = o as unknown as { pattern: string; options: string };
+      return `/${r.pattern}/${r.options}`;
+    }
+    if (bsontype === 'MinKey' || bsontype === 'MaxKey') return bsontype;
+    if (bsontype === 'Code') return String((o as { code?: unknown }).code);
+    if (bsontype === 'DBRef') {
+      const r = o as unknown as { collection: string; oid: unknown; db?: string };
+      return {
+        $ref: r.collection,
+        $id: normalizeValue(r.oid, opts, depth + 1),
+        ...(r.db ? { $db: r.db } : {}),
+      };
+    }
+  }
+  if (v instanceof RegExp) return v.toString();
+  if (v instanceof Map) return normalizeValue(Object.fromEntries(v), opts, depth + 1);
+  if (v instanceof Set) return [...v].map((x) => normalizeValue(x, opts, depth + 1));
+  // pg intervals and similar value objects describe themselves in ISO form.
+  if (typeof (o as { toISOString?: unknown }).toISOString === 'function')
+    return (o as unknown as { toISOString(): string }).toISOString();
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(o)) out[k] = normalizeValue(x, opts, depth + 1);
+  return out;
+}
+
+/** Column names made unique (`id`, `id_2`, …) so rows as objects never lose a column. */
+export function uniqueColumns(names: string[]): string[] {
+  const seen = new Map<string, number>();
+  const taken = new Set(names);
+  return names.map((raw, i) => {
+    const name = raw === '' ? `column_${i + 1}` : raw;
+    const count = (seen.get(name) ?? 0) + 1;
+    seen.set(name, count);
+    if (count === 1) return name;
+    let n = count;
+    let candidate = `${name}_${n}`;
+    while (taken.has(candidate)) candidate = `${name}_${++n}`;
+    taken.add(candidate);
+    return candidate;
+  });
+}
+
+/** Builds a JSON-safe row object from an array of driver values. */
+export function rowOf(
+  columns: string[],
+  values: unknown[],
+  opts?: NormalizeOptions,
+): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  columns.forEach((c, i) => {
+    row[c] = normalizeValue(values[i], opts);
+  });
+  return row;
+}
+
+/**
+ * Collects rows under the row cap (`maxRows`) and the byte cap (`maxBytes` of JSON). `add` returns
+ * false once the result is full; the caller stops reading (the extra row proves truncation).
+ */
+export class RowCollector {
+  readonly rows: Record<string, unknown>[] = [];
+  truncated = false;
+  private bytes = 2;
+
+  constructor(
+    private readonly maxRows: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  add(row: Record<string, unknown>): boolean {
+    if (this.truncated) return false;
+    if (this.rows.length >= this.maxRows) {
+      this.truncated = true;
+      return false;
+    }
+    const size = Buffer.byteLength(JSON.stringify(row)) + 1;
+    if (this.bytes + size > this.maxBytes) {
+      this.truncated = true;
+      return false;
+    }
+    this.bytes += size;
+    this.rows.push(row);
+    return true;
+  }
+}

@@ -1,0 +1,206 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
+import type { ConnectionTarget } from '../../shared/connections/drivers/types';
+import { runReadOnly } from '../../shared/connections/run';
+import type { AppError } from '../../shared/platform/errors';
+
+const dir = mkdtempSync(join(tmpdir(), 'loupe-drv-sqlite-'));
+const file = join(dir, 'shop.db');
+
+const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
+  id: `sqlite-${process.pid}`,
+  version: '1',
+  type: 'SQLITE',
+  host: '',
+  port: null,
+  database: file,
+  username: '',
+  password: '',
+  sslEnabled: false,
+  ...over,
+});
+
+async function failure(p: Promise<unknown>): Promise<AppError> {
+  try {
+    await p;
+  } catch (e) {
+    return e as AppError;
+  }
+  throw new Error('expected a failure');
+}
+
+const count = () => {
+  const d = new DatabaseSync(file, { readOnly: true });
+  const n = Number((d.prepare('SELECT count(*) AS n FROM items').get() as { n: number }).n);
+  d.close();
+  return n;
+};
+
+beforeAll(() => {
+  const d = new DatabaseSync(file);
+  d.exec(`CREATE TABLE parents (id INTEGER PRIMARY KEY, label TEXT NOT NULL);
+    CREATE TABLE items (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parents(id), big INTEGER, price REAL, raw BLOB, note TEXT);
+    CREATE VIEW item_view AS SELECT id, note FROM items;
+    INSERT INTO parents VALUES (1, 'one');`);
+  const ins = d.prepare('INSERT INTO items (parent_id, big, price, raw, note) VALUES (1, ?, 1.5, ?, ?)');
+  for (let i = 1; i <= 30; i++)
+    ins.run(9007199254740993n + BigInt(i), new Uint8Array([1, 2, 255]), `row ${i}`);
+  d.close();
+});
+
+afterAll(async () => {
+  await closeAllDrivers();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('SQLite driver', () => {
+  it('pings and reports the SQLite version', async () => {
+    expect((await (await driverFor(target())).ping()).serverVersion).toMatch(/^3\./);
+  });
+
+  it('returns values as JSON that keeps their meaning', async () => {
+    const r = await runReadOnly(target(), 'SELECT id, big, price, raw, note FROM items ORDER BY id LIMIT 1');
+    expect(r.rows[0]).toEqual({
+      id: 1,
+      big: '9007199254740994',
+      price: 1.5,
+      raw: Buffer.from([1, 2, 255]).toString('base64'),
+      note: 'row 1',
+    });
+  });
+
+  it('binds ? parameters', async () => {
+    const r = await runReadOnly(target(), 'SELECT count(*) AS n FROM items WHERE id > ? AND note LIKE ?', {
+      params: [25, 'row%'],
+    });
+    expect(r.rows).toEqual([{ n: 5 }]);
+  });
+
+  it('stops at maxRows and at the byte cap', async () => {
+    const r = await runReadOnly(target(), 'SELECT id FROM items ORDER BY id', { maxRows: 4 });
+    expect(r.rows.map((x) => x.id)).toEqual([1, 2, 3, 4]);
+    expect(r.truncated).toBe(true);
+    const b = await runReadOnly(target(), "SELECT printf('%.1000c', 'x') AS s FROM items", {
+      maxBytes: 5000,
+    });
+    expect(b.rows.length).toBeLessThan(5);
+    expect(b.truncated).toBe(true);
+    const huge = await runReadOnly(
+      target(),
+      'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c',
+      { maxRows: 10 },
+    );
+    expect(huge.rows).toHaveLength(10);
+    expect(huge.truncated).toBe(true);
+  });
+
+  it('runs VALUES, EXPLAIN QUERY PLAN and read-only PRAGMAs', async () => {
+    expect((await runReadOnly(target(), 'VALUES (1, 2)')).rows).toEqual([{ column1: 1, column2: 2 }]);
+    expect((await runReadOnly(target(), 'EXPLAIN QUERY PLAN SELECT * FROM items')).columns).toContain(
+      'detail',
+    );
+    expect((await runReadOnly(target(), 'PRAGMA table_info(items)')).rows.map((r) => r.name)).toContain(
+      'big',
+    );
+  });
+
+  it('stops a statement past its timeout with 504 QUERY_TIMEOUT, and works afterwards', async () => {
+    const e = await failure(
+      runReadOnly(
+        target(),
+        'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c',
+        { timeoutMs: 300 },
+      ),
+    );
+    expect(e.status).toBe(504);
+    expect(e.code).toBe('QUERY_TIMEOUT');
+    expect((await runReadOnly(target(), 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  it('maps a rejected statement to 422 QUERY_FAILED', async () => {
+    const e = await failure(runReadOnly(target(), 'SELECT nope FROM items'));
+    expect(e.code).toBe('QUERY_FAILED');
+    expect(e.message).toContain('no such column: nope');
+  });
+
+  it('introspects tables, views, columns, keys and row counts', async () => {
+    const s = await (await driverFor(target())).introspect();
+    expect(s.tables.map((t) => t.name)).toEqual(['item_view', 'items', 'parents']);
+    const items = s.tables.find((t) => t.name === 'items');
+    expect(items).toMatchObject({ kind: 'table', primaryKey: ['id'], rowEstimate: 30 });
+    expect(items?.foreignKeys).toEqual([
+      { columns: ['parent_id'], referencedTable: 'parents', referencedColumns: ['id'] },
+    ]);
+    expect(items?.columns.find((c) => c.name === 'price')).toEqual({
+      name: 'price',
+      type: 'REAL',
+      nullable: true,
+      primaryKey: false,
+    });
+    expect(
+      s.tables.find((t) => t.name === 'parents')?.columns.find((c) => c.name === 'label')?.nullable,
+    ).toBe(false);
+    expect(s.tables.find((t) => t.name === 'item_view')?.kind).toBe('view');
+  });
+});
+
+describe('SQLite read-only enforcement (every attempt leaves the file unchanged)', () => {
+  const attempts: [string, string][] = [
+    ['DELETE', 'DELETE FROM items'],
+    ['UPDATE', 'UPDATE items SET big = 0'],
+    ['INSERT', 'INSERT INTO items (note) VALUES (1)'],
+    ['DROP', 'DROP TABLE items'],
+    ['stacked with a comment', 'SELECT 1; -- x\nDROP TABLE items'],
+    ['data-modifying CTE', 'WITH d AS (SELECT 1) DELETE FROM items'],
+    ['ATTACH', `ATTACH DATABASE '${join(dir, 'other.db')}' AS other`],
+    ['PRAGMA write', 'PRAGMA user_version = 7'],
+    ['PRAGMA journal_mode', 'PRAGMA journal_mode = DELETE'],
+    ['PRAGMA query_only off', 'PRAGMA query_only = OFF'],
+    ['load_extension', "SELECT load_extension('/tmp/x.so')"],
+    ['VACUUM INTO', `VACUUM INTO '${join(dir, 'copy.db')}'`],
+    ['CREATE TEMP TABLE', 'CREATE TEMP TABLE t AS SELECT * FROM items'],
+    ['REPLACE', "REPLACE INTO items (id, note) VALUES (1, 'x')"],
+  ];
+  for (const [name, sql] of attempts) {
+    it(`refuses ${name}`, async () => {
+      const before = readFileSync(file);
+      const e = await failure(runReadOnly(target(), sql));
+      expect(e.status).toBe(400);
+      expect(e.code).toBe('READ_ONLY_VIOLATION');
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(count()).toBe(30);
+    });
+  }
+
+  it('the read-only open, query_only and the authorizer stop writes even when the guard is bypassed', async () => {
+    const d = await driverFor(target());
+    const opts = { maxRows: 10, maxBytes: 1e6, timeoutMs: 5000 };
+    const before = readFileSync(file);
+    await expect(d.query('DELETE FROM items', opts)).rejects.toThrow(/not authorized|readonly|read-only/i);
+    await expect(d.query(`ATTACH DATABASE '${join(dir, 'x.db')}' AS x`, opts)).rejects.toThrow(
+      /not authorized/i,
+    );
+    await expect(d.query('PRAGMA user_version = 7', opts)).rejects.toThrow(/not authorized/i);
+    await expect(d.query("SELECT load_extension('/tmp/x.so')", opts)).rejects.toThrow(/not authorized/i);
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it('opens the file read-only, so a missing file is not created', async () => {
+    const missing = join(dir, 'missing.db');
+    const e = await failure(runReadOnly(target({ id: 'sqlite-missing', database: missing }), 'SELECT 1'));
+    expect(e.code).toBe('CONNECTION_FAILED');
+    expect(() => readFileSync(missing)).toThrow();
+  });
+
+  it('reports a file that is not a database', async () => {
+    const bogus = join(dir, 'bogus.db');
+    writeFileSync(bogus, 'this is not a database '.repeat(100));
+    const e = await failure(runReadOnly(target({ id: 'sqlite-bogus', database: bogus }), 'SELECT 1'));
+    expect(e.code).toBe('CONNECTION_FAILED');
+    expect((e.details as { diagnosis: { title: string } }).diagnosis.title).toBe('Not a SQLite database');
+  });
+});
