@@ -1,7 +1,8 @@
 import { config } from '../config';
 import { LocalQueue } from './local';
+import { parseNameMap } from './name-map';
 import type { Queue } from './port';
-import { parseNameMap, SqsQueue } from './sqs';
+import { SqsQueue } from './sqs';
 
 export type { Queue } from './port';
 

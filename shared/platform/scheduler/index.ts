@@ -1,5 +1,5 @@
 import { config } from '../config';
-import { parseNameMap } from '../queue/sqs';
+import { parseNameMap } from '../queue/name-map';
 import { EventBridgeScheduler } from './eventbridge';
 import { LocalScheduler } from './local';
 import type { Scheduler } from './port';
