@@ -8,20 +8,6 @@ export interface BoundSql {
   params: unknown[];
 }
 
-/**
- * PostgreSQL infers an untyped `$n` from its context (and makes it text where there is none); the
- * cast fixes each parameter to its declared type. Strings stay untyped so that they compare with
- * enum, varchar and citext columns alike.
- */
-const PG_CAST: Record<ParamType, string> = {
-  string: '',
-  number: '::numeric',
-  integer: '::bigint',
-  boolean: '::boolean',
-  date: '::date',
-  datetime: '::timestamptz',
-};
-
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
 /** `YYYY-MM-DD HH:MM:SS[.fff]` in UTC: the literal form MySQL, MariaDB and SQLite compare and store. */
@@ -53,9 +39,13 @@ export function driverValue(dialect: DbType, type: ParamType, v: Canonical): unk
 
 /**
  * Replaces every `{{name}}` (outside strings and comments) with the dialect's driver marker and
- * collects the values: PostgreSQL `$n` (one number per name, reused, with a type cast), SQL Server
- * `@pn` (one per name, reused), MySQL/MariaDB/SQLite `?` (bound again at each use). Values never
- * enter the text.
+ * collects the values: PostgreSQL `$n` (one number per name, reused), SQL Server `@pn` (one per name,
+ * reused), MySQL/MariaDB/SQLite `?` (bound again at each use). Values never enter the text.
+ *
+ * PostgreSQL infers each parameter's type from where it is used (`qty >= $1` makes it an integer);
+ * where nothing gives it a type (`{{x}} IS NULL`) the query says so itself: `CAST({{x}} AS text)`.
+ * No cast is added here: the read-only guard's parser rejects `$1::type` in many positions, and a
+ * fixed cast would break comparisons with enum, uuid and domain columns.
  */
 export function bindSql(
   sql: string,
@@ -82,7 +72,7 @@ export function bindSql(
         n = params.length;
         slot.set(p.name, n);
       }
-      text += dialect === 'POSTGRES' ? `$${n}${PG_CAST[type]}` : `@p${n}`;
+      text += dialect === 'POSTGRES' ? `$${n}` : `@p${n}`;
     } else {
       params.push(value);
       text += '?';

@@ -114,7 +114,7 @@ describe('placeholder tokenizer', () => {
 describe('binding SQL placeholders as driver parameters', () => {
   const values = (o: Record<string, Canonical>) => new Map(Object.entries(o));
 
-  it('numbers PostgreSQL parameters once per name, reuses them, and casts to the declared type', () => {
+  it('numbers PostgreSQL parameters once per name and reuses them', () => {
     const defs = [
       def('a', 'integer'),
       def('s', 'string'),
@@ -129,9 +129,7 @@ describe('binding SQL placeholders as driver parameters', () => {
       defs,
       values({ a: 7, s: 'x', d: '2024-02-29', t: new Date('2024-01-02T03:04:05Z'), b: true, n: 1.5 }),
     );
-    expect(b.text).toBe(
-      'SELECT $1::bigint, $2, $1::bigint, $3::date, $4::timestamptz, $5::boolean, $6::numeric',
-    );
+    expect(b.text).toBe('SELECT $1, $2, $1, $3, $4, $5, $6');
     expect(b.params).toEqual([7, 'x', '2024-02-29', '2024-01-02T03:04:05.000Z', true, 1.5]);
   });
 
@@ -223,7 +221,7 @@ describe('parameter values', () => {
     ['datetime', '2024-05-01T25:00:00Z'],
     ['datetime', 'yesterday'],
     ['string', 'x'.repeat(10_001)],
-  ] as const)('rejects a %s given %j', (type, v) => {
+  ] as const)('rejects a %s given case %#', (type, v) => {
     expect(checkValue(type, v).ok).toBe(false);
   });
 
@@ -286,7 +284,7 @@ describe('save-time definition checks', () => {
   });
 
   it('gives the guard the text with dialect markers in place', () => {
-    expect(guardText('POSTGRES', 'SELECT {{a}}', [def('a', 'integer')])).toBe('SELECT $1::bigint');
+    expect(guardText('POSTGRES', 'SELECT {{a}} + {{a}}', [def('a', 'integer')])).toBe('SELECT $1 + $1');
     expect(guardText('MARIADB', 'SELECT {{a}}', [def('a', 'integer')])).toBe('SELECT ?');
   });
 });
