@@ -13,6 +13,7 @@ import { bootstrapLocal } from './bootstrap';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { type LocalService, startupTasks } from './startup';
 import { startLocalStore } from './store';
+import './demo';
 import './workers';
 
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;

@@ -1,0 +1,68 @@
+import { join } from 'node:path';
+import type { AuthContext } from '../auth/context';
+import { createConnection } from '../connections/connections';
+import { connectionStore } from '../connections/store';
+import { testConnection } from '../connections/test-connection';
+import { db } from '../platform/db/store';
+import { nowIso } from '../platform/ids';
+import { ensureDemoDatabase } from './generate';
+
+export const DEMO_CONNECTION_NAME = 'Demo SaaS (SQLite)';
+export const DEMO_FILE = 'demo.sqlite';
+
+/**
+ * Demo data for a local install: the SQLite demo database in the data directory, registered as a
+ * connection of the bootstrap organization and tested (so its schema is cached).
+ *
+ * Progress is kept in `LOCAL / DEMO` ({status: pending | done, connectionId}), so an interrupted setup
+ * is finished on the next start and a finished one is never repeated (a user who deletes the demo
+ * connection does not get it back).
+ */
+export async function setUpDemo(input: {
+  dataDir: string;
+  orgId: string;
+  adminUserId: string;
+  firstStart: boolean;
+  log: (line: string) => void;
+}): Promise<{ connectionId: string } | undefined> {
+  const marker = await db.get<{ status: 'pending' | 'done'; connectionId?: string }>('LOCAL', 'DEMO');
+  if (marker?.status === 'done') return undefined;
+  if (!marker && !input.firstStart) return undefined;
+  if (!marker) await db.put({ pk: 'LOCAL', sk: 'DEMO', status: 'pending', startedAt: nowIso() });
+
+  const file = join(input.dataDir, DEMO_FILE);
+  if (ensureDemoDatabase(file)) input.log(`demo: created ${file}`);
+  const ctx: AuthContext = {
+    orgId: input.orgId,
+    userId: input.adminUserId,
+    keyId: 'local-startup',
+    role: 'admin',
+    scopes: ['*'],
+    connectionIds: [],
+  };
+  let connectionId = marker?.connectionId;
+  if (!connectionId || !(await connectionStore.get(input.orgId, connectionId))) {
+    const conn = await createConnection(ctx, {
+      name: DEMO_CONNECTION_NAME,
+      type: 'SQLITE',
+      database: file,
+      readOnly: true,
+    });
+    connectionId = conn.id;
+    await db.patch('LOCAL', 'DEMO', { connectionId });
+  }
+  const result = await testConnection(ctx, connectionId);
+  if (result.schemaError) throw new Error(`demo: the schema could not be cached: ${result.schemaError}`);
+  await db.patch('LOCAL', 'DEMO', { status: 'done', doneAt: nowIso() });
+  input.log(`demo: connection "${DEMO_CONNECTION_NAME}" (${connectionId}) is ready`);
+  return { connectionId };
+}
+
+/** LOUPE_DEMO_DATA: true/false; by default on, except under the test runner (tests opt in). */
+export function demoEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env.LOUPE_DEMO_DATA?.trim().toLowerCase();
+  if (v === undefined || v === '') return !env.VITEST;
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new Error('Invalid configuration: LOUPE_DEMO_DATA must be true or false.');
+}
