@@ -13,6 +13,7 @@ import { bootstrapLocal } from './bootstrap';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { type LocalService, startupTasks } from './startup';
 import { startLocalStore } from './store';
+import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 import './demo';
 import './workers';
 
@@ -38,6 +39,8 @@ export interface LocalOptions {
 }
 
 const STAGE = 'v1';
+// The Lambda runtime's response-streaming globals, before any handler module is loaded.
+installLambdaGlobals();
 const handlers = new Map<string, Promise<ProxyHandler>>();
 
 function handlerFor(name: string): Promise<ProxyHandler> {
@@ -139,6 +142,12 @@ async function serve(req: IncomingMessage, res: ServerResponse, log: (line: stri
   const group = groupFor(path);
   const event = await toProxyEvent(req, path, STAGE);
   const handler = await handlerFor(group.name);
+  if (isStreamingHandler(handler)) {
+    const status = await invokeStreaming(handler, event, lambdaContext(`loupe-${group.name}`), res);
+    const took = (performance.now() - started).toFixed(1);
+    log(`${req.method} ${url.pathname} ${status} ${took}ms ${group.name} (streamed)`);
+    return;
+  }
   const result = await handler(event, lambdaContext(`loupe-${group.name}`));
   writeProxyResult(res, result);
   const ms = (performance.now() - started).toFixed(1);

@@ -1,5 +1,7 @@
 import { authEndpoints } from '../auth/api';
+import { chatEndpoints } from '../chat/api';
 import { connectionEndpoints } from '../connections/api';
+import { conversationEndpoints } from '../conversations/api';
 import { dashboardEndpoints } from '../dashboards/api';
 import { discoveryEndpoints } from '../discovery/api';
 import { metricEndpoints } from '../metrics/api';
@@ -12,6 +14,8 @@ export const allEndpoints: EndpointSpec[] = [
   ...discoveryEndpoints,
   ...authEndpoints,
   ...usageEndpoints,
+  ...chatEndpoints,
+  ...conversationEndpoints,
   ...connectionEndpoints,
   ...dashboardEndpoints,
   ...savedQueryEndpoints,

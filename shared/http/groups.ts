@@ -17,6 +17,7 @@ export const httpGroups: HttpGroup[] = [
   { name: 'discovery', prefixes: ['/', '/openapi.json', '/.well-known'] },
   { name: 'keys', prefixes: ['/keys', '/members'] },
   { name: 'usage', prefixes: ['/usage'] },
+  { name: 'chat', prefixes: ['/chat', '/conversations'], streaming: true, timeoutSeconds: 300 },
   { name: 'connections', prefixes: ['/connections'], timeoutSeconds: 29 },
   { name: 'dashboards', prefixes: ['/dashboards'], timeoutSeconds: 29 },
   { name: 'saved-queries', prefixes: ['/saved-queries'], timeoutSeconds: 29 },

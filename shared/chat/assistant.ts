@@ -1,0 +1,323 @@
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { callModel, type ToolCall } from '../ai/model';
+import type { AiProvider } from '../ai/provider';
+import type { AuthContext } from '../auth/context';
+import type { DbType, QueryResult, TableInfo } from '../connections/drivers/types';
+import { executeReadOnly } from '../connections/execute';
+import { AppError, isAppError } from '../platform/errors';
+import { logger } from '../platform/logger';
+import { classifyIntent, type Intent } from './intent';
+import { boundLoopMessages, buildMessages, type HistoryMessage } from './prompt';
+import type { ChatStep } from './response';
+import {
+  buildSchemaContext,
+  clip,
+  findTables,
+  type NoteLike,
+  renderTable,
+  searchTables,
+} from './schema-context';
+import type { ChatEvent } from './sse';
+import {
+  errorForModel,
+  parseArguments,
+  resultForModel,
+  summarizeResult,
+  TOOL_RESULT_CHARS,
+  toolDefinitions,
+} from './tools';
+
+/** Model calls for one answer at most (the last one is made without tools). */
+export const MAX_MODEL_CALLS = 8;
+/** Failed queries at most: the first attempt and 3 repairs. */
+export const MAX_FAILED_QUERIES = 4;
+/** Queries for one answer at most. */
+export const MAX_QUERIES = 6;
+/** Query errors that rewriting the SQL cannot fix. */
+const NOT_REPAIRABLE = new Set([
+  'NOT_FOUND',
+  'CONNECTION_INACTIVE',
+  'CONNECTION_FAILED',
+  'CREDITS_EXHAUSTED',
+]);
+
+export interface AssistantInput {
+  ai: AiProvider;
+  ctx: AuthContext;
+  connection: { id: string; name: string; type: DbType; database: string } | null;
+  availableConnections?: Array<{ id: string; name: string; type: DbType }>;
+  tables: TableInfo[] | null;
+  notes: NoteLike[];
+  schemaSummary: string | null;
+  history: HistoryMessage[];
+  question: string;
+  /** Streaming: receives step, sql, result and delta events as they happen. */
+  emit?: (event: ChatEvent) => void;
+  signal?: AbortSignal;
+}
+
+export interface AssistantResult {
+  content: string;
+  sqlQuery: string | null;
+  queryResult: QueryResult | null;
+  resultSummary: string | null;
+  intent: Intent;
+  steps: ChatStep[];
+  usage: { model: string; promptTokens: number; completionTokens: number };
+}
+
+const FALLBACK_ANSWER = 'I could not produce an answer to that question. Please rephrase it or add detail.';
+
+/**
+ * Answers one question: builds the bounded context, then lets the model call tools (run a read-only
+ * query, search or describe tables) until it answers in text. Every model call is accounted (feature
+ * `chat`); a failed query's error goes back to the model to repair (at most 3 repairs); only the first
+ * 20 rows of any result are ever sent to the model.
+ */
+export async function runAssistant(input: AssistantInput): Promise<AssistantResult> {
+  const { ctx, connection } = input;
+  const emit = input.emit ?? (() => {});
+  const tables = input.tables ?? [];
+  const earlier = input.history.filter((m) => m.role === 'USER').map((m) => m.content);
+  const schema =
+    connection && input.tables ? buildSchemaContext(tables, input.notes, input.question, earlier) : null;
+  const messages: ChatCompletionMessageParam[] = buildMessages({
+    connection,
+    availableConnections: input.availableConnections,
+    schema,
+    schemaSummary: input.schemaSummary,
+    history: input.history,
+    question: input.question,
+  });
+
+  const steps: ChatStep[] = [];
+  let content = '';
+  let promptTokens = 0;
+  let completionTokens = 0;
+  let model = input.ai.model;
+  let failures = 0;
+  let queries = 0;
+  let queryAllowed = true;
+  let lookedUpSchema = false;
+  let last = null as { sql: string; result: QueryResult } | null;
+
+  // Text of every turn is part of the answer; turns are separated by a blank line, streamed as it comes.
+  const appendText = (text: string, turnHasText: { v: boolean }) => {
+    if (!text) return;
+    let piece = text;
+    if (!turnHasText.v && content.length) piece = `\n\n${piece.replace(/^\s+/, '')}`;
+    else if (!turnHasText.v) piece = piece.replace(/^\s+/, '');
+    if (!piece) return;
+    turnHasText.v = true;
+    content += piece;
+    emit({ type: 'delta', content: piece });
+  };
+
+  for (let call = 1; ; call++) {
+    if (input.signal?.aborted) throw new AppError(499, 'CLIENT_CLOSED', 'The request was cancelled.');
+    const final = call >= MAX_MODEL_CALLS;
+    const tools = connection ? toolDefinitions(connection.type, queryAllowed) : undefined;
+    boundLoopMessages(messages);
+    const turnHasText = { v: false };
+    const turn = await callModel({
+      ai: input.ai,
+      who: { orgId: ctx.orgId, userId: ctx.userId },
+      feature: 'chat',
+      messages,
+      tools,
+      toolChoice: final ? 'none' : 'auto',
+      temperature: 0,
+      onDelta: input.emit ? (t) => appendText(t, turnHasText) : undefined,
+      signal: input.signal,
+    });
+    promptTokens += turn.promptTokens;
+    completionTokens += turn.completionTokens;
+    model = turn.model;
+    if (!input.emit) appendText(turn.content, turnHasText);
+    if (!turn.toolCalls.length || final || !tools) break;
+
+    messages.push({
+      role: 'assistant',
+      content: turn.content || null,
+      tool_calls: turn.toolCalls.map((t) => ({
+        id: t.id,
+        type: 'function' as const,
+        function: { name: t.name, arguments: t.arguments },
+      })),
+    });
+    for (const tc of turn.toolCalls) {
+      const reply = await runTool(tc);
+      messages.push({ role: 'tool', tool_call_id: tc.id, content: clip(reply, TOOL_RESULT_CHARS) });
+    }
+    if (!queryAllowed && failures >= MAX_FAILED_QUERIES)
+      messages.push({
+        role: 'system',
+        content:
+          'The query could not be repaired within 3 attempts. Do not call run_query again: explain the problem to the user.',
+      });
+  }
+
+  if (!content.trim()) {
+    content = '';
+    appendText(FALLBACK_ANSWER, { v: false });
+  }
+  const intent = classifyIntent({
+    question: input.question,
+    answer: content,
+    hasHistory: input.history.length > 0,
+    ranQuery: queries > 0,
+    lookedUpSchema,
+    hasConnection: !!connection,
+  });
+  return {
+    content,
+    sqlQuery: last?.sql ?? null,
+    queryResult: last?.result ?? null,
+    resultSummary: last ? summarizeResult(last.result) : null,
+    intent,
+    steps,
+    usage: { model, promptTokens, completionTokens },
+  };
+
+  async function runTool(tc: ToolCall): Promise<string> {
+    const parsed = parseArguments(tc.arguments);
+    const step = (s: Omit<ChatStep, 'queryResult' | 'queryError'> & Partial<ChatStep>) => {
+      const full: ChatStep = { queryResult: null, queryError: null, ...s };
+      steps.push(full);
+      emit({ type: 'step', ...full });
+    };
+    if (tc.name === 'run_query') {
+      const sql = parsed.ok && typeof parsed.value.sql === 'string' ? parsed.value.sql.trim() : '';
+      const purpose =
+        parsed.ok && typeof parsed.value.purpose === 'string' && parsed.value.purpose.trim()
+          ? clip(parsed.value.purpose.trim(), 200)
+          : 'Ran a query';
+      if (!queryAllowed) {
+        const why =
+          failures >= MAX_FAILED_QUERIES
+            ? 'the query could not be repaired within 3 attempts'
+            : `at most ${MAX_QUERIES} queries run for one question`;
+        step({
+          action: 'run_query',
+          detail: `${purpose}: not run (${why})`,
+          sql: sql || null,
+          queryError: `Not run: ${why}.`,
+        });
+        return JSON.stringify({
+          ok: false,
+          error: `run_query is no longer available: ${why}. Answer with what you have.`,
+        });
+      }
+      if (!sql) {
+        failures++;
+        if (failures >= MAX_FAILED_QUERIES) queryAllowed = false;
+        const message = parsed.ok ? 'The tool call did not contain any SQL.' : parsed.error;
+        step({
+          action: 'run_query',
+          detail: `${purpose}: invalid tool call`,
+          sql: null,
+          queryError: message,
+        });
+        return JSON.stringify({ ok: false, error: message, hint: 'Call run_query with {"sql": "..."}.' });
+      }
+      queries++;
+      if (queries >= MAX_QUERIES) queryAllowed = false;
+      emit({ type: 'sql', sql });
+      try {
+        const result = await executeReadOnly(ctx, connection!.id, {
+          sql,
+          question: clip(input.question, 2000),
+          source: 'chat',
+        });
+        last = { sql, result };
+        emit({
+          type: 'result',
+          columns: result.columns,
+          rows: result.rows,
+          rowCount: result.rowCount,
+          executionTime: result.executionTime,
+          truncated: !!result.truncated,
+        });
+        step({
+          action: 'run_query',
+          detail: `${purpose}: ${result.rowCount} row${result.rowCount === 1 ? '' : 's'}${result.truncated ? ' (capped)' : ''}`,
+          sql,
+          queryResult: {
+            columns: result.columns,
+            rowCount: result.rowCount,
+            executionTime: result.executionTime,
+          },
+        });
+        return resultForModel(result);
+      } catch (e) {
+        const err = asAppError(e);
+        failures++;
+        if (failures >= MAX_FAILED_QUERIES || NOT_REPAIRABLE.has(err.code)) queryAllowed = false;
+        step({
+          action: 'run_query',
+          detail: `${purpose}: failed (${err.code})`,
+          sql,
+          queryError: err.message,
+        });
+        return errorForModel(err, queryAllowed);
+      }
+    }
+    if (tc.name === 'search_tables') {
+      lookedUpSchema = true;
+      const keywords = parsed.ok && typeof parsed.value.keywords === 'string' ? parsed.value.keywords : '';
+      const found = keywords ? searchTables(tables, input.notes, keywords) : [];
+      step({
+        action: 'search_tables',
+        detail: `Searched the schema for "${clip(keywords, 100)}": ${found.length} match${found.length === 1 ? '' : 'es'}`,
+        sql: null,
+      });
+      if (!tables.length)
+        return JSON.stringify({ ok: false, error: 'The schema of this connection has not been read yet.' });
+      return JSON.stringify({
+        ok: true,
+        tables: found,
+        ...(found.length ? {} : { note: 'No table matched; try other words.' }),
+      });
+    }
+    if (tc.name === 'describe_tables') {
+      lookedUpSchema = true;
+      const names =
+        parsed.ok && Array.isArray(parsed.value.tables)
+          ? parsed.value.tables.filter((n): n is string => typeof n === 'string').slice(0, 10)
+          : [];
+      const { found, missing } = findTables(tables, names);
+      step({
+        action: 'describe_tables',
+        detail: `Read the definitions of ${found.map((t) => t.name).join(', ') || 'no table'}${missing.length ? ` (not found: ${missing.join(', ')})` : ''}`,
+        sql: null,
+      });
+      let text = '';
+      for (const t of found) {
+        const r = renderTable(t, input.notes, { maxColumns: 200 });
+        if (text.length + r.length > TOOL_RESULT_CHARS - 300) {
+          text += `\n(${t.name} and later tables omitted: ask for fewer tables at a time)`;
+          break;
+        }
+        text += `${text ? '\n' : ''}${r}`;
+      }
+      return JSON.stringify({
+        ok: found.length > 0,
+        definitions: text,
+        ...(missing.length ? { notFound: missing } : {}),
+      });
+    }
+    step({
+      action: 'invalid_tool_call',
+      detail: `Unknown tool "${clip(tc.name, 60)}"`,
+      sql: null,
+      queryError: null,
+    });
+    return JSON.stringify({ ok: false, error: `There is no tool named "${tc.name}".` });
+  }
+}
+
+function asAppError(e: unknown): AppError {
+  if (isAppError(e)) return e;
+  logger().error('Chat query failed unexpectedly', { error: e instanceof Error ? e.message : String(e) });
+  return new AppError(500, 'INTERNAL_ERROR', 'The query failed unexpectedly.');
+}

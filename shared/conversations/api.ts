@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { endpoint } from '../http/endpoint';
+import { Deleted, IdParams, PageQuery } from '../http/schemas';
+
+export const Conversation = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  userId: z.string(),
+  connectionId: z.string().nullable(),
+  title: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const Message = z.object({
+  id: z.string(),
+  conversationId: z.string(),
+  role: z.enum(['USER', 'ASSISTANT']),
+  content: z.string(),
+  sqlQuery: z.string().nullable(),
+  resultSummary: z.string().nullable(),
+  promptTokens: z.number().int().nullable(),
+  completionTokens: z.number().int().nullable(),
+  model: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+export const ConversationWithMessages = Conversation.extend({
+  messageCount: z.number().int().describe('All messages of the conversation'),
+  messages: z.array(Message).describe('The latest 100 messages, oldest first (all of them via /messages)'),
+});
+
+const Title = z.string().trim().min(1).max(200);
+
+export const ConversationCreate = z.object({
+  title: Title.optional(),
+  connectionId: z.string().min(1).max(100).nullable().optional(),
+});
+export const ConversationUpdate = z.object({ title: Title });
+
+export const listConversations = endpoint({
+  method: 'GET',
+  path: '/conversations',
+  tag: 'Chat',
+  summary: 'List the calling user’s conversations, most recently active first',
+  scope: 'chat',
+  query: PageQuery.extend({ connectionId: z.string().min(1).max(100).optional() }),
+  response: z.array(Conversation),
+  paginated: true,
+});
+export const createConversation = endpoint({
+  method: 'POST',
+  path: '/conversations',
+  tag: 'Chat',
+  summary: 'Start an empty conversation (optionally bound to a connection)',
+  scope: 'chat',
+  body: ConversationCreate,
+  bodyOptional: true,
+  status: 201,
+  response: Conversation,
+  errors: [404],
+});
+export const getConversation = endpoint({
+  method: 'GET',
+  path: '/conversations/{id}',
+  tag: 'Chat',
+  summary: 'Get a conversation with its messages',
+  scope: 'chat',
+  params: IdParams,
+  response: ConversationWithMessages,
+  errors: [404],
+});
+export const updateConversation = endpoint({
+  method: 'PATCH',
+  path: '/conversations/{id}',
+  tag: 'Chat',
+  summary: 'Rename a conversation',
+  scope: 'chat',
+  params: IdParams,
+  body: ConversationUpdate,
+  response: Conversation,
+  errors: [404],
+});
+export const deleteConversation = endpoint({
+  method: 'DELETE',
+  path: '/conversations/{id}',
+  tag: 'Chat',
+  summary: 'Delete a conversation and its messages',
+  scope: 'chat',
+  params: IdParams,
+  response: Deleted,
+  errors: [404],
+});
+export const listMessages = endpoint({
+  method: 'GET',
+  path: '/conversations/{id}/messages',
+  tag: 'Chat',
+  summary: 'List the messages of a conversation in chronological order',
+  scope: 'chat',
+  params: IdParams,
+  query: PageQuery,
+  response: z.array(Message),
+  paginated: true,
+  errors: [404],
+});
+
+export const conversationEndpoints = [
+  listConversations,
+  createConversation,
+  getConversation,
+  updateConversation,
+  deleteConversation,
+  listMessages,
+];
