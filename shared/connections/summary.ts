@@ -1,3 +1,4 @@
+import { modelSchemaSummary } from '../ai/schema-summary';
 import type { AuthContext } from '../auth/context';
 import type { DbType, SchemaSnapshot, TableInfo } from './drivers/types';
 
@@ -15,11 +16,12 @@ export interface SummaryConnection {
  * to this text when the model is not configured or fails). `ctx` identifies who pays for a model call.
  */
 export async function summarizeSchema(
-  _ctx: AuthContext,
+  ctx: AuthContext,
   connection: SummaryConnection,
   schema: SchemaSnapshot,
 ): Promise<string> {
-  return deterministicSummary(connection, schema);
+  const facts = deterministicSummary(connection, schema);
+  return (await modelSchemaSummary(ctx, connection, schema, facts)) ?? facts;
 }
 
 const DETAILED_TABLES = 150;
