@@ -342,6 +342,17 @@ const rules: Rule[] = [
   },
   // ---- Authentication ----
   {
+    when: (f) => num(f, 1044) || has(f, 'ER_DBACCESS_DENIED_ERROR'),
+    build: (t) => ({
+      stage: 'PERMISSION',
+      fault: 'user',
+      title: 'No access to the database',
+      explanation: `User "${t.username}" logged in but may not use database "${t.database}" (MySQL and MariaDB answer the same way when the database does not exist and the user has no right to know).`,
+      fixSteps: [grantHint(t), `Or check the database name "${t.database}".`],
+      retryable: false,
+    }),
+  },
+  {
     when: (f, m) =>
       has(
         f,
@@ -473,7 +484,7 @@ const rules: Rule[] = [
       num(f, 1142, 1143, 1044, 1227, 229, 230, 262, 916, 13) ||
       /permission denied|not authorized|command denied/i.test(m),
     build: (t, _f, m) => {
-      const object = /(?:relation|table|object|on) ['"`]?([\w.$-]+)['"`]?/i.exec(m)?.[1];
+      const object = /\b(?:relation|table|object|view|collection|on)\s+['"`]?([\w.$-]+)['"`]?/i.exec(m)?.[1];
       return {
         stage: 'PERMISSION',
         fault: 'user',
