@@ -154,7 +154,7 @@ describe.each(dbTypes)('%s: network and TLS failures', (type) => {
       e = x as AppError;
     }
     expect(e?.code).toBe('CONNECTION_FAILED');
-    expect((e?.details as { diagnosis: Diagnosis }).diagnosis.stage).toBe('AUTH');
+    expect((e?.details as { diagnosis?: Diagnosis } | undefined)?.diagnosis?.stage).toBe('AUTH');
   });
 });
 
