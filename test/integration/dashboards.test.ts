@@ -187,6 +187,18 @@ describe('dashboards and widgets over HTTP', () => {
     expect((await s.call('GET', `/dashboards/${d.id}/widgets`)).body.data[0].query).toBe('SELECT 1 AS one');
   });
 
+  it('checks a stored query against the guard when a connection is attached later', async () => {
+    const d = await dashboard();
+    const w = await widget(d.id, { query: 'DELETE FROM anything', connectionId: undefined });
+    const u = await s.call('PATCH', `/dashboards/${d.id}/widgets/${w.id}`, {
+      body: { connectionId: pgConn },
+    });
+    expect(u.status).toBe(400);
+    expect(u.body.error.code).toBe('READ_ONLY_VIOLATION');
+    expect(u.body.error.details.path).toBe('body.query');
+    expect((await s.call('GET', `/dashboards/${d.id}/widgets`)).body.data[0].connectionId).toBeNull();
+  });
+
   it('updates a dashboard and lists dashboards with pagination and embedded widgets', async () => {
     const d = await dashboard();
     await widget(d.id);

@@ -7,6 +7,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
+import { db } from '../../shared/platform/db/store';
 import { startTestServer, type TestServer } from '../support/server';
 
 const suffix = randomBytes(4).toString('hex');
@@ -351,6 +352,29 @@ describe('saved queries over HTTP with real databases', () => {
     const name = `race ${suffix}`;
     const answers = await Promise.all([1, 2, 3, 4].map(() => save({ name })));
     expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409, 409]);
+  });
+
+  it('reclaims a name guard left behind by an interrupted write, but never a live one', async () => {
+    const name = `stale ${suffix}`;
+    await db.put({
+      pk: `ORG#${s.app.orgId}`,
+      sk: `SQNAME#${name}`,
+      ownerId: 'gone-saved-query',
+      name,
+      claimedAt: Date.now() - 10 * 60_000,
+    });
+    expect((await save({ name })).status).toBe(201);
+    expect((await save({ name })).status).toBe(409);
+    // a guard claimed moments ago counts as held even before its owner item exists
+    const fresh = `fresh ${suffix}`;
+    await db.put({
+      pk: `ORG#${s.app.orgId}`,
+      sk: `SQNAME#${fresh}`,
+      ownerId: 'in-flight',
+      name: fresh,
+      claimedAt: Date.now(),
+    });
+    expect((await save({ name: fresh })).status).toBe(409);
   });
 
   it('updates the query with re-validation and runs the new version', async () => {
