@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchemaSnapshot } from '../../shared/connections/drivers/types';
 import { dropCachedSchema, loadSchema, saveSchema } from '../../shared/connections/schema-store';
@@ -115,6 +119,35 @@ describe('cached schema storage', () => {
       schemaUpdatedAt: '2026-02-01T00:00:00.000Z',
     });
     expect((await loadSchema(org, 'race'))?.schema).toEqual(newer);
+  });
+
+  it('caches and serves a live 300-table database end to end', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loupe-wide-'));
+    try {
+      const file = join(dir, 'wide.sqlite');
+      const d = new DatabaseSync(file);
+      const cols = Array.from({ length: 40 }, (_, c) => `measurement_column_${c} TEXT`).join(', ');
+      d.exec('BEGIN');
+      for (let t = 0; t < 300; t++)
+        d.exec(
+          `CREATE TABLE wide_table_${t} (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES wide_table_${Math.max(0, t - 1)}(id), ${cols})`,
+        );
+      d.exec('COMMIT');
+      d.close();
+      const c = await s.call('POST', '/connections', {
+        body: { name: 'wide', type: 'SQLITE', database: file },
+      });
+      const t = await s.call('POST', `/connections/${c.body.data.id}/test`);
+      expect(t.body.data, t.text).toMatchObject({ success: true, schemaIntrospected: true, tableCount: 300 });
+      const g = await s.call('GET', `/connections/${c.body.data.id}/schema`);
+      expect(g.status).toBe(200);
+      expect(g.body.data.schema.tables).toHaveLength(300);
+      expect(g.body.data.schema.tables[0].columns).toHaveLength(42);
+      const meta = (await items(c.body.data.id))[0];
+      expect(meta.encoding).toBe('gzip');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('drops every item of a cached schema, and answers null when nothing is cached', async () => {
