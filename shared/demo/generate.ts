@@ -270,7 +270,7 @@ const SUBJECTS = [
 const START = Date.UTC(2023, 0, 1);
 const END = Date.UTC(2025, 5, 30);
 const DAY = 86_400_000;
-const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
 /** Creates the demo database at `file` (atomically: built beside it, then renamed). Returns row counts. */
 export function generateDemoDatabase(file: string, seed = DEMO_SEED): Record<string, number> {
