@@ -43,14 +43,16 @@ export const defaultLoader: HandlerLoader = async (name) => {
   return mod.handler as WorkerHandler;
 };
 
-/** A unit of polling that never overlaps itself. */
+/** A unit of polling that never overlaps itself, and starts nothing once closed. */
 class Lane {
   private busy: Promise<void> | undefined;
+  private closed = false;
   constructor(
     private readonly run: () => Promise<void>,
     private readonly onError: (e: unknown) => void,
   ) {}
   kick(): Promise<void> {
+    if (this.closed) return this.busy ?? Promise.resolve();
     this.busy ??= this.run()
       .catch(this.onError)
       .finally(() => {
@@ -59,6 +61,11 @@ class Lane {
     return this.busy;
   }
   async settle(): Promise<void> {
+    await this.busy;
+  }
+  /** Stops new runs and waits for the current one. */
+  async close(): Promise<void> {
+    this.closed = true;
     await this.busy;
   }
 }
@@ -243,7 +250,7 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
       localSchedulerSignals.off('changed', onChanged);
       let giveUp: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all(allLanes.map((l) => l.settle())),
+        Promise.all(allLanes.map((l) => l.close())),
         new Promise<void>((ok) => {
           giveUp = setTimeout(ok, MAX_STOP_WAIT_MS);
           giveUp.unref();

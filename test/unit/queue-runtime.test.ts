@@ -290,7 +290,7 @@ describe('local workers runtime', () => {
     await rt.stop();
   });
 
-  it('polls on its own timer, wakes on a send, and waits for a running handler when stopped', async () => {
+  it('polls on its own timer, wakes on a send, waits for a running handler when stopped, then starts nothing', async () => {
     const def = queueDef();
     const bodies: unknown[] = [];
     let release!: () => void;
@@ -319,5 +319,10 @@ describe('local workers runtime', () => {
     await stopping;
     expect(finished).toBe(true);
     expect(await rt.queue.pending(def.name)).toEqual([]);
+    // once stopped it starts nothing: the message waits in the durable queue for the next start
+    await rt.queue.send(def.name, { third: true });
+    await rt.runOnce();
+    expect(bodies).toHaveLength(2);
+    expect(await rt.queue.pending(def.name)).toHaveLength(1);
   });
 });
