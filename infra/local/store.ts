@@ -53,10 +53,20 @@ export async function ensureTable(endpoint: string, tableName: string): Promise<
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
   try {
-    await client.send(new DescribeTableCommand({ TableName: tableName }));
-  } catch (e) {
-    if ((e as { name?: string }).name !== 'ResourceNotFoundException') throw e;
-    await client.send(new CreateTableCommand(createTableInput(tableName)));
+    try {
+      await client.send(new DescribeTableCommand({ TableName: tableName }));
+    } catch (e) {
+      if ((e as { name?: string }).name !== 'ResourceNotFoundException') throw e;
+      await client.send(new CreateTableCommand(createTableInput(tableName)));
+    }
+    // dynalite creates tables asynchronously: wait until the table and its index are ACTIVE.
+    for (let i = 0; i < 200; i++) {
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+      const indexesReady = (Table?.GlobalSecondaryIndexes ?? []).every((ix) => ix.IndexStatus === 'ACTIVE');
+      if (Table?.TableStatus === 'ACTIVE' && indexesReady) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`Table ${tableName} did not become ACTIVE`);
   } finally {
     client.destroy();
   }
