@@ -9,6 +9,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleFunctions } from '../../infra/bundling';
 import { resourcePaths, STAGE } from '../../infra/constructs/api';
+import { DEFAULT_TIMEOUT_SECONDS } from '../../infra/constructs/function';
 import { type FunctionEntry, functionEntries } from '../../infra/functions';
 import { LoupeStack } from '../../infra/stack';
 import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
@@ -179,22 +180,29 @@ describe('REST API', () => {
     const fnIds = new Map(
       [...stack.functions].map(([key, f]) => [key.replace(/^http\//, ''), logicalId(f.function)]),
     );
+    let streamed = 0;
     for (const m of methods) {
       const group = stack.api.routes.get(m.resource.path)!;
       const integration = stack.resolve((m.node.defaultChild as any).integration);
       const uri = JSON.stringify(integration.uri);
       expect(uri, m.resource.path).toContain(fnIds.get(group));
       expect(integration.type).toBe('AWS_PROXY');
-      if (group === streamGroup.name) {
+      const def = httpGroups.find((g) => g.name === group)!;
+      if (def.streaming) {
         expect(integration.responseTransferMode).toBe('STREAM');
         expect(uri).toContain('/response-streaming-invocations');
-        expect(integration.timeoutInMillis).toBe(300_000);
+        streamed++;
+        expect(integration.timeoutInMillis).toBe(
+          Math.min(def.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS.http, 900) * 1000,
+        );
       } else {
         expect(integration.responseTransferMode).toBeUndefined();
         expect(uri).toContain('/invocations');
         expect(uri).not.toContain('response-streaming');
       }
     }
+    // At least the fixture group's resource and its {proxy+} stream.
+    expect(streamed).toBeGreaterThanOrEqual(2);
   });
 
   it("answers API Gateway's own errors in the envelope shape", () => {
@@ -247,36 +255,47 @@ describe('data', () => {
 });
 
 describe('workers', () => {
-  it('feeds a queue worker from an SSL-only encrypted queue with a dead-letter queue', () => {
-    const { queue, deadLetters } = stack.workers.queues.get(queueWorker.name)!;
-    const q = template.toJSON().Resources[logicalId(queue)].Properties;
-    expect(q.RedrivePolicy).toEqual({
-      deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(deadLetters), 'Arn'] },
-      maxReceiveCount: queueWorker.queue!.maxReceiveCount,
-    });
-    expect(q.SqsManagedSseEnabled).toBe(true);
-    expect(q.VisibilityTimeout).toBeGreaterThanOrEqual(6 * queueWorker.timeoutSeconds!);
-    expect(q.VisibilityTimeout).toBeGreaterThanOrEqual(queueWorker.queue!.visibilityTimeoutSeconds);
-    for (const qq of [queue, deadLetters])
-      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
-        Queues: [{ Ref: logicalId(qq) }],
-        PolicyDocument: {
-          Statement: Match.arrayWith([
-            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-          ]),
-        },
+  const queueWorkers = () => all.flatMap((f) => (f.kind === 'workers' && f.worker.queue ? [f.worker] : []));
+
+  it('feeds every queue worker from an SSL-only encrypted queue with a dead-letter queue', () => {
+    expect(queueWorkers().length).toBeGreaterThan(0);
+    for (const w of queueWorkers()) {
+      const { queue, deadLetters } = stack.workers.queues.get(w.name)!;
+      const fn = stack.functions.get(`workers/${w.name}`)!;
+      const q = template.toJSON().Resources[logicalId(queue)].Properties;
+      expect(q.RedrivePolicy).toEqual({
+        deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(deadLetters), 'Arn'] },
+        maxReceiveCount: w.queue!.maxReceiveCount,
       });
+      expect(q.SqsManagedSseEnabled).toBe(true);
+      expect(q.VisibilityTimeout, w.name).toBeGreaterThanOrEqual(6 * fn.timeoutSeconds);
+      expect(q.VisibilityTimeout, w.name).toBeGreaterThanOrEqual(w.queue!.visibilityTimeoutSeconds);
+      expect(fn.timeoutSeconds, w.name).toBe(
+        w.timeoutSeconds ?? Math.min(60, w.queue!.visibilityTimeoutSeconds),
+      );
+      for (const qq of [queue, deadLetters])
+        template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+          Queues: [{ Ref: logicalId(qq) }],
+          PolicyDocument: {
+            Statement: Match.arrayWith([
+              Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+            ]),
+          },
+        });
+    }
   });
 
-  it('maps the queue to its worker with partial batch failure reporting', () => {
-    const { queue } = stack.workers.queues.get(queueWorker.name)!;
-    const fn = stack.functions.get(`workers/${queueWorker.name}`)!;
-    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
-      EventSourceArn: { 'Fn::GetAtt': [logicalId(queue), 'Arn'] },
-      FunctionName: { Ref: logicalId(fn.function) },
-      BatchSize: queueWorker.queue!.batchSize,
-      FunctionResponseTypes: ['ReportBatchItemFailures'],
-    });
+  it('maps each queue to its worker with partial batch failure reporting', () => {
+    for (const w of queueWorkers()) {
+      const { queue } = stack.workers.queues.get(w.name)!;
+      const fn = stack.functions.get(`workers/${w.name}`)!;
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: { 'Fn::GetAtt': [logicalId(queue), 'Arn'] },
+        FunctionName: { Ref: logicalId(fn.function) },
+        BatchSize: w.queue!.batchSize,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    }
   });
 
   it('lets every function enqueue to worker queues', () => {
@@ -289,18 +308,26 @@ describe('workers', () => {
     expect(senders.length).toBe(all.length);
   });
 
-  it('schedules a scheduled worker through the scheduler group and role', () => {
+  it('schedules every scheduled worker through the scheduler group and role', () => {
     template.hasResourceProperties('AWS::Scheduler::ScheduleGroup', { Name: 'LoupeTest-schedules' });
-    template.hasResourceProperties('AWS::Scheduler::Schedule', {
-      GroupName: 'LoupeTest-schedules',
-      ScheduleExpression: scheduledWorker.schedule!.expression,
-      FlexibleTimeWindow: { Mode: 'OFF' },
-      Target: Match.objectLike({
-        Arn: Match.anyValue(),
-        RoleArn: { 'Fn::GetAtt': [logicalId(stack.workers.schedulerRole), 'Arn'] },
-        Input: JSON.stringify(scheduledWorker.schedule!.payload),
-      }),
-    });
+    const scheduled = all.flatMap((f) => (f.kind === 'workers' && f.worker.schedule ? [f.worker] : []));
+    template.resourceCountIs('AWS::Scheduler::Schedule', scheduled.length);
+    for (const w of scheduled)
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        Name: `system-${w.name}`,
+        GroupName: 'LoupeTest-schedules',
+        ScheduleExpression: w.schedule!.expression,
+        FlexibleTimeWindow: { Mode: 'OFF' },
+        Target: Match.objectLike({
+          Arn: Match.anyValue(),
+          RoleArn: { 'Fn::GetAtt': [logicalId(stack.workers.schedulerRole), 'Arn'] },
+          Input: JSON.stringify(w.schedule!.payload ?? {}),
+        }),
+      });
+    for (const [, r] of resourcesOf('AWS::Scheduler::Schedule'))
+      expect(JSON.stringify(r.Properties.Target.Arn)).toContain(
+        `:function:LoupeTest-worker-${r.Properties.Name.replace(/^system-/, '')}"`,
+      );
     template.hasResourceProperties('AWS::IAM::Role', {
       AssumeRolePolicyDocument: {
         Statement: [Match.objectLike({ Principal: { Service: 'scheduler.amazonaws.com' } })],
