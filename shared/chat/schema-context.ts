@@ -84,9 +84,11 @@ const near = (a: string, b: string) => a.length >= 4 && b.length >= 4 && (a.star
 /** Relevance of a table to a set of question words: name hits weigh most, then columns, then annotations. */
 export function scoreTable(ix: Indexed, qWords: string[], questionLower: string): number {
   let score = 0;
+  // A name hit weighs 6 when the name is one word; names with words the question lacks weigh less.
+  const perNameWord = 6 / Math.max(1, ix.nameWords.size);
   for (const q of new Set(qWords)) {
-    if (ix.nameWords.has(q)) score += 6;
-    else if ([...ix.nameWords].some((n) => near(n, q))) score += 3;
+    if (ix.nameWords.has(q)) score += Math.max(perNameWord, 2.5);
+    else if ([...ix.nameWords].some((n) => near(n, q))) score += Math.max(perNameWord / 2, 1.25);
     if (ix.columnWords.has(q)) score += 2;
     else if ([...ix.columnWords].some((n) => near(n, q))) score += 0.5;
     if (ix.noteWords.has(q)) score += 1.5;
