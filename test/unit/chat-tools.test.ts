@@ -92,6 +92,8 @@ describe('tool errors and arguments', () => {
       'search_tables',
       'describe_tables',
     ]);
-    expect((toolDefinitions('MONGODB', true)[0] as any).function.description).toContain('{"collection": "...", "pipeline"');
+    expect((toolDefinitions('MONGODB', true)[0] as any).function.description).toContain(
+      '{"collection": "...", "pipeline"',
+    );
   });
 });
