@@ -46,7 +46,8 @@ export class LoupeApi extends Construct {
       description: 'Loupe JSON API',
       endpointTypes: [apigw.EndpointType.REGIONAL],
       cloudWatchRole: true,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.DESTROY,
+      // The logging role is account-wide (API Gateway account settings): keep it for other APIs.
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
         stageName: STAGE,
         accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogs),
