@@ -30,9 +30,9 @@ async function create(target: ConnectionTarget): Promise<Driver> {
     case 'SQLITE':
       return (await import('./sqlite')).sqliteDriver(target);
     case 'MSSQL':
+      return (await import('./mssql')).mssqlDriver(target);
     case 'MONGODB':
-      // The SQL Server and MongoDB adapters land in the next commit.
-      throw new Error(`The ${target.type} adapter is not available in this build yet.`);
+      return (await import('./mongodb')).mongoDriver(target);
     default:
       throw new Error(`Unsupported database type: ${String((target as { type: unknown }).type)}`);
   }

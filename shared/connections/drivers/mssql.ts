@@ -1,0 +1,283 @@
+/**
+ * SQL Server adapter (mssql over tedious). SQL Server has no read-only transaction, so each read runs as:
+ *   BEGIN TRANSACTION (READ COMMITTED)
+ *   <statement>          streamed (request.stream, arrayRowMode); at maxRows + 1 rows or the byte cap the
+ *                        request is cancelled (no session settings such as SET ROWCOUNT, which would
+ *                        outlive the request on a pooled connection)
+ *   ROLLBACK             (always: anything the statement changed is undone)
+ * with the request timeout set to the statement timeout and ApplicationIntent=ReadOnly (routes to a
+ * readable secondary in an availability group). Parameters are @p1, @p2, … bound as typed inputs.
+ * Values: bigint and decimal/numeric/money as strings, datetime/datetime2 as ISO without zone,
+ * datetimeoffset as ISO UTC, date as YYYY-MM-DD, binary as base64, uniqueidentifier as string.
+ */
+import sql from 'mssql';
+import { normalizeValue, RowCollector, uniqueColumns } from '../values';
+import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
+
+export interface MssqlColumn {
+  name: string;
+  type?: { declaration?: string };
+  scale?: number;
+}
+
+/** The pool configuration for a target (exported for tests; never logged: it holds the password). */
+export function mssqlConfig(target: ConnectionTarget): sql.config {
+  return {
+    server: target.host,
+    port: target.port ?? 1433,
+    database: target.database || undefined,
+    user: target.username,
+    password: target.password,
+    connectionTimeout: 10_000,
+    requestTimeout: 60_000,
+    pool: { max: 3, min: 0, idleTimeoutMillis: 60_000 },
+    options: {
+      encrypt: target.sslEnabled,
+      trustServerCertificate: false,
+      readOnlyIntent: true,
+      appName: 'loupe',
+      useUTC: true,
+      abortTransactionOnError: true,
+      enableArithAbort: true,
+    },
+  };
+}
+
+/** @p1 … @pn input names for positional parameters. */
+export const paramNames = (params: unknown[]) => params.map((_, i) => `p${i + 1}`);
+
+const decimalTypes = new Set(['decimal', 'numeric', 'money', 'smallmoney', 'bigint']);
+const naiveDateTimes = new Set(['datetime', 'datetime2', 'smalldatetime']);
+
+export function normalizeMssqlValue(value: unknown, column: MssqlColumn): unknown {
+  if (value === null || value === undefined) return null;
+  const decl = column.type?.declaration;
+  if (decl && decimalTypes.has(decl) && (typeof value === 'number' || typeof value === 'bigint'))
+    return String(value);
+  if (value instanceof Date && !Number.isNaN(value.getTime())) {
+    const iso = value.toISOString();
+    if (decl === 'date') return iso.slice(0, 10);
+    if (decl === 'time') return iso.slice(11, 23);
+    if (decl && naiveDateTimes.has(decl)) return iso.slice(0, -1);
+  }
+  return normalizeValue(value);
+}
+
+/** Introspection SQL (user tables and views; system schemas and shipped objects skipped). */
+export const MSSQL_INTROSPECTION = {
+  columns: `SELECT s.name AS [schema], o.name AS name, o.type AS kind, c.name AS col, TYPE_NAME(c.user_type_id) AS type,
+  c.max_length AS max_length, c.precision AS precision, c.scale AS scale, c.is_nullable AS nullable,
+  (SELECT SUM(p.rows) FROM sys.partitions p WHERE p.object_id = o.object_id AND p.index_id IN (0, 1)) AS estimate
+FROM sys.objects o
+JOIN sys.schemas s ON s.schema_id = o.schema_id
+JOIN sys.columns c ON c.object_id = o.object_id
+WHERE o.type IN ('U', 'V') AND o.is_ms_shipped = 0 AND s.name NOT IN ('sys', 'INFORMATION_SCHEMA', 'guest')
+  AND HAS_PERMS_BY_NAME(QUOTENAME(s.name) + '.' + QUOTENAME(o.name), 'OBJECT', 'SELECT') = 1
+ORDER BY s.name, o.name, c.column_id`,
+  primaryKeys: `SELECT s.name AS [schema], t.name AS name, c.name AS col
+FROM sys.indexes i
+JOIN sys.index_columns ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id
+JOIN sys.columns c ON c.object_id = ic.object_id AND c.column_id = ic.column_id
+JOIN sys.tables t ON t.object_id = i.object_id
+JOIN sys.schemas s ON s.schema_id = t.schema_id
+WHERE i.is_primary_key = 1
+ORDER BY s.name, t.name, ic.key_ordinal`,
+  foreignKeys: `SELECT fk.name AS fk, s.name AS [schema], t.name AS name, c.name AS col, rs.name AS ref_schema, rt.name AS ref_name, rc.name AS ref_col
+FROM sys.foreign_keys fk
+JOIN sys.foreign_key_columns fkc ON fkc.constraint_object_id = fk.object_id
+JOIN sys.tables t ON t.object_id = fk.parent_object_id
+JOIN sys.schemas s ON s.schema_id = t.schema_id
+JOIN sys.columns c ON c.object_id = fkc.parent_object_id AND c.column_id = fkc.parent_column_id
+JOIN sys.tables rt ON rt.object_id = fk.referenced_object_id
+JOIN sys.schemas rs ON rs.schema_id = rt.schema_id
+JOIN sys.columns rc ON rc.object_id = fkc.referenced_object_id AND rc.column_id = fkc.referenced_column_id
+ORDER BY s.name, t.name, fk.name, fkc.constraint_column_id`,
+};
+
+/** nvarchar(50), decimal(10,2), varbinary(max), … from sys.columns facts. */
+export function mssqlTypeName(type: string, maxLength: number, precision: number, scale: number): string {
+  const t = type.toLowerCase();
+  if (['varchar', 'char', 'varbinary', 'binary'].includes(t))
+    return `${t}(${maxLength === -1 ? 'max' : maxLength})`;
+  if (['nvarchar', 'nchar'].includes(t)) return `${t}(${maxLength === -1 ? 'max' : maxLength / 2})`;
+  if (['decimal', 'numeric'].includes(t)) return `${t}(${precision},${scale})`;
+  if (['datetime2', 'time', 'datetimeoffset'].includes(t)) return `${t}(${scale})`;
+  return t;
+}
+
+export function buildMssqlSnapshot(
+  defaultSchema: string,
+  columns: Record<string, unknown>[],
+  primaryKeys: Record<string, unknown>[],
+  foreignKeys: Record<string, unknown>[],
+): SchemaSnapshot {
+  const display = (s: unknown, n: unknown) => (s === defaultSchema ? String(n) : `${s}.${n}`);
+  const tables = new Map<string, TableInfo>();
+  for (const r of columns) {
+    const key = `${r.schema}.${r.name}`;
+    let t = tables.get(key);
+    if (!t) {
+      t = {
+        name: display(r.schema, r.name),
+        schema: String(r.schema),
+        kind: String(r.kind).trim() === 'V' ? 'view' : 'table',
+        columns: [],
+        primaryKey: [],
+        foreignKeys: [],
+        rowEstimate: r.estimate === null || r.estimate === undefined ? null : Number(r.estimate),
+      };
+      tables.set(key, t);
+    }
+    t.columns.push({
+      name: String(r.col),
+      type: mssqlTypeName(String(r.type), Number(r.max_length), Number(r.precision), Number(r.scale)),
+      nullable: Boolean(r.nullable),
+      primaryKey: false,
+    });
+  }
+  for (const r of primaryKeys) {
+    const t = tables.get(`${r.schema}.${r.name}`);
+    if (!t) continue;
+    t.primaryKey.push(String(r.col));
+    const col = t.columns.find((c) => c.name === r.col);
+    if (col) col.primaryKey = true;
+  }
+  const fks = new Map<string, { t: TableInfo; columns: string[]; ref: string; refColumns: string[] }>();
+  for (const r of foreignKeys) {
+    const t = tables.get(`${r.schema}.${r.name}`);
+    if (!t) continue;
+    const key = `${r.schema}.${r.name}.${r.fk}`;
+    let fk = fks.get(key);
+    if (!fk) {
+      fk = { t, columns: [], ref: display(r.ref_schema, r.ref_name), refColumns: [] };
+      fks.set(key, fk);
+    }
+    fk.columns.push(String(r.col));
+    fk.refColumns.push(String(r.ref_col));
+  }
+  for (const fk of fks.values())
+    fk.t.foreignKeys.push({ columns: fk.columns, referencedTable: fk.ref, referencedColumns: fk.refColumns });
+  return { tables: [...tables.values()] };
+}
+
+export function mssqlDriver(target: ConnectionTarget): Driver {
+  const pool = new sql.ConnectionPool(mssqlConfig(target));
+  pool.on('error', () => {});
+  let connecting: Promise<sql.ConnectionPool> | undefined;
+  const ready = () => {
+    if (!connecting)
+      connecting = pool.connect().catch((e) => {
+        connecting = undefined;
+        throw e;
+      });
+    return connecting;
+  };
+
+  return {
+    async ping() {
+      const started = performance.now();
+      const p = await ready();
+      const r = await p
+        .request()
+        .query<{ v: string }>("SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS v");
+      return {
+        latencyMs: Math.round((performance.now() - started) * 100) / 100,
+        serverVersion: r.recordset[0]?.v,
+      };
+    },
+
+    async introspect() {
+      const p = await ready();
+      const tx = new sql.Transaction(p);
+      await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
+      try {
+        const q = (text: string) =>
+          new sql.Request(tx).query(text).then((r) => r.recordset as Record<string, unknown>[]);
+        const schema = String((await q('SELECT SCHEMA_NAME() AS s'))[0]?.s ?? 'dbo');
+        return buildMssqlSnapshot(
+          schema,
+          await q(MSSQL_INTROSPECTION.columns),
+          await q(MSSQL_INTROSPECTION.primaryKeys),
+          await q(MSSQL_INTROSPECTION.foreignKeys),
+        );
+      } finally {
+        await tx.rollback().catch(() => {});
+      }
+    },
+
+    async query(text: string, opts: QueryOptions): Promise<QueryResult> {
+      const started = performance.now();
+      const readOnly = opts.readOnly !== false;
+      const p = await ready();
+      const tx = new sql.Transaction(p);
+      await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
+      const collector = new RowCollector(opts.maxRows, opts.maxBytes);
+      let columns: string[] = [];
+      let meta: MssqlColumn[] = [];
+      let affected: number | undefined;
+      let committed = false;
+      try {
+        // mssql takes a per-request timeout as a second constructor argument (not in its type definitions).
+        const RequestWithTimeout = sql.Request as unknown as new (
+          parent: sql.Transaction,
+          overrides: { requestTimeout: number },
+        ) => sql.Request;
+        const req = new RequestWithTimeout(tx, { requestTimeout: opts.timeoutMs });
+        const names = paramNames(opts.params ?? []);
+        (opts.params ?? []).forEach((v, i) => {
+          req.input(names[i], v as never);
+        });
+        req.stream = true;
+        req.arrayRowMode = true;
+        await new Promise<void>((resolve, reject) => {
+          let stopped = false;
+          req.on('recordset', (cols: MssqlColumn[]) => {
+            if (columns.length === 0) {
+              meta = cols;
+              columns = uniqueColumns(cols.map((c) => c.name));
+            }
+          });
+          req.on('row', (row: unknown[]) => {
+            if (stopped) return;
+            const obj: Record<string, unknown> = {};
+            columns.forEach((c, i) => {
+              obj[c] = normalizeMssqlValue(row[i], meta[i] ?? { name: c });
+            });
+            if (!collector.add(obj)) {
+              stopped = true;
+              req.cancel();
+            }
+          });
+          req.on('error', (e: { code?: string }) => {
+            if (stopped && e?.code === 'ECANCEL') return resolve();
+            stopped = true;
+            reject(e);
+          });
+          req.on('done', (r: { rowsAffected?: number[] }) => {
+            affected = r?.rowsAffected?.reduce((a, b) => a + b, 0);
+            resolve();
+          });
+          req.query(text);
+        });
+        if (!readOnly) {
+          await tx.commit();
+          committed = true;
+        }
+      } finally {
+        if (!committed) await tx.rollback().catch(() => {});
+      }
+      return {
+        columns,
+        rows: collector.rows,
+        rowCount:
+          !readOnly && columns.length === 0 && affected !== undefined ? affected : collector.rows.length,
+        executionTime: Math.round((performance.now() - started) * 100) / 100,
+        ...(collector.truncated ? { truncated: true } : {}),
+      };
+    },
+
+    async close() {
+      await pool.close().catch(() => {});
+    },
+  };
+}
