@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { modelAnnotations } from '../ai/annotate';
 import type { AuthContext } from '../auth/context';
 import { AppError, validationError } from '../platform/errors';
 import { nowIso } from '../platform/ids';
@@ -18,9 +19,9 @@ import { targetFor } from './target';
  * from the cached schema and a bounded read-only sample of each table.
  *
  * Seam for the model-written path: `annotator` below is the function that turns a table and its sample
- * into annotation texts. The chat capability can replace `deterministicAnnotator` with a model-backed one
- * (falling back to this one without a model); writing, the never-overwrite-a-user rule and sampling stay
- * here.
+ * into annotation texts. When a model is configured, `modelAnnotations` (shared/ai/annotate.ts) rewrites
+ * its descriptions (feature auto_annotation, paid by the requesting user), falling back to these texts
+ * without a model or on failure; writing, the never-overwrite-a-user rule and sampling stay here.
  */
 export const AnnotateJob = z.object({
   orgId: z.string().min(1),
@@ -118,7 +119,9 @@ export async function runAutoAnnotation(job: AnnotateJob): Promise<AnnotateSumma
         error: (e as Error).message,
       });
     }
-    for (const a of annotator(table, cached.schema, sample)) {
+    const base = annotator(table, cached.schema, sample);
+    const who = { orgId: job.orgId, userId: job.requestedBy };
+    for (const a of (await modelAnnotations(who, rec, table, base)) ?? base) {
       const { outcome } = await writeAnnotation(job.orgId, job.connectionId, a, 'auto');
       summary[outcome]++;
     }

@@ -32,10 +32,11 @@ describe('chat on SQLite with a 300-table schema', () => {
     file = join(dir, 'big.db');
     db = new DatabaseSync(file);
     db.exec(`
-      CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, segment TEXT);
+      CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, segment TEXT, email TEXT);
       CREATE TABLE invoices (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),
         amount REAL NOT NULL, status TEXT NOT NULL, issued_on TEXT NOT NULL);
-      INSERT INTO customers VALUES (1, 'Acme', 'enterprise'), (2, 'Bolt', 'smb'), (3, 'Crux', 'smb');
+      INSERT INTO customers VALUES (1, 'Acme', 'enterprise', 'ap@acme.test'), (2, 'Bolt', 'smb', 'hi@bolt.test'),
+        (3, 'Crux', 'smb', NULL);
       INSERT INTO invoices VALUES (1, 1, 100.0, 'unpaid', '2026-01-01'), (2, 1, 50.5, 'paid', '2026-01-05'),
         (3, 2, 70.25, 'unpaid', '2026-02-01'), (4, 3, 12.0, 'paid', '2026-02-02'), (5, 2, 9.75, 'unpaid', '2026-03-01');`);
     const cols =
@@ -158,6 +159,45 @@ describe('chat on SQLite with a 300-table schema', () => {
     expect(raw).not.toContain('{\\"x\\":21}');
     expect(r.body.data.queryResult.rows).toHaveLength(50);
     expect(r.body.data.queryResult.rowCount).toBe(50);
+  });
+
+  it('writes automatic annotations with the model (feature auto_annotation), never sending personal values', async () => {
+    const usageBefore = (await s.call('GET', '/usage')).body.meta.pagination.total;
+    let request: RecordedRequest | undefined;
+    fake.script((req) => {
+      request = req;
+      return {
+        content:
+          '```json\n{"table": "Customers billed by the company.", "columns": {"segment": "Market segment: enterprise or smb.", "nope": "ignored"}}\n```',
+      };
+    });
+    const r = await s.call('POST', `/connections/${connectionId}/annotations/auto`, {
+      body: { tables: ['customers'] },
+    });
+    expect(r.status, r.text).toBe(202);
+    let list: any[] = [];
+    for (let i = 0; i < 150 && !list.some((a) => a.columnName === 'email'); i++) {
+      await new Promise((ok) => setTimeout(ok, 200));
+      list = (await s.call('GET', `/connections/${connectionId}/annotations?table=customers`)).body.data;
+    }
+    const byColumn = new Map(list.map((a) => [a.columnName, a]));
+    expect(byColumn.get(null)).toMatchObject({
+      source: 'auto',
+      annotation: 'Customers billed by the company.',
+    });
+    expect(byColumn.get('segment')).toMatchObject({
+      annotation: 'Market segment: enterprise or smb.',
+      dataType: 'TEXT',
+    });
+    expect(byColumn.get('segment').examples).toMatch(/enterprise/);
+    // A column the model did not describe keeps the deterministic text.
+    expect(byColumn.get('name').annotation).toMatch(/TEXT, not null\./);
+    expect(request!.raw).toContain('segment');
+    expect(request!.raw).toContain('enterprise');
+    for (const personal of ['ap@acme.test', 'hi@bolt.test']) expect(request!.raw).not.toContain(personal);
+    const usage = await s.call('GET', '/usage');
+    expect(usage.body.meta.pagination.total).toBe(usageBefore + 1);
+    expect(usage.body.data[0].feature).toBe('auto_annotation');
   });
 
   it('keeps the stream alive with `: ping` comments while the model is slow', async () => {
