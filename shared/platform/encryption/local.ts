@@ -8,11 +8,12 @@ const PREFIX = 'lk1';
 
 /** Loads the base64 master key from the variable, or from the key file (created 0600 on first use). */
 export function loadMasterKey(fromEnv: string | undefined, keyFile: string): Buffer {
+  const source = fromEnv ? 'LOUPE_MASTER_KEY' : `The master key file ${keyFile}`;
   const b64 = fromEnv ?? (existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined);
   if (b64) {
     const key = Buffer.from(b64, 'base64');
     if (key.length !== 32)
-      throw new Error('LOUPE_MASTER_KEY must be the base64 encoding of exactly 32 bytes.');
+      throw new Error(`${source} must hold the base64 encoding of exactly 32 bytes.`);
     return key;
   }
   const key = randomBytes(32);
