@@ -340,7 +340,61 @@ const rules: Rule[] = [
       retryable: false,
     }),
   },
+  // ---- Database ----
+  {
+    when: (f, m) =>
+      has(f, '3D000', 'ER_BAD_DB_ERROR') ||
+      num(f, 1049, 4060) ||
+      /database ".*" does not exist|unknown database|cannot open database/i.test(m),
+    build: (t) => ({
+      stage: 'DATABASE',
+      fault: 'user',
+      title: 'Database not found',
+      explanation: `${product[t.type]} at ${hostPort(t)} has no database "${t.database}" that user "${t.username}" can open.`,
+      fixSteps: [
+        `Check the spelling (and case) of the database name "${t.database}".`,
+        t.type === 'POSTGRES'
+          ? 'List databases with: SELECT datname FROM pg_database;'
+          : t.type === 'MSSQL'
+            ? `List databases with: SELECT name FROM sys.databases; and make sure "${t.username}" is a user in "${t.database}".`
+            : 'List databases with: SHOW DATABASES;',
+      ],
+      retryable: false,
+    }),
+  },
+  // ---- SQL Server login-time refusals (tedious reports them as ELOGIN with the server's message) ----
+  {
+    when: (f, m) => num(f, 40615) || /Client with IP address .* is not allowed to access the server/i.test(m),
+    build: (t, _f, m) => {
+      const ip = /IP address '([^']+)'/.exec(m)?.[1];
+      return {
+        stage: 'CONNECT',
+        fault: 'user',
+        title: "The server's firewall blocks Loupe",
+        explanation: `Azure SQL at ${hostPort(t)} refused the connection from ${ip ? `address ${ip}` : "Loupe's address"}.`,
+        fixSteps: [
+          `Add a server-level firewall rule allowing ${ip ?? "Loupe's outbound address"} on the Azure SQL server "${t.host}".`,
+          'Firewall changes can take up to five minutes to apply; then test again.',
+        ],
+        retryable: false,
+      };
+    },
+  },
   // ---- Authentication ----
+  {
+    when: (f, m) =>
+      num(f, 1862, 1820, 18487, 18488, 3118, 18486) ||
+      has(f, 'ER_MUST_CHANGE_PASSWORD_LOGIN', 'ER_ACCOUNT_HAS_BEEN_LOCKED') ||
+      /password has expired|must change|account is (currently )?locked/i.test(m),
+    build: (t) => ({
+      stage: 'AUTH',
+      fault: 'user',
+      title: 'Account locked or password expired',
+      explanation: `The account "${t.username}" cannot log in until its password is reset or it is unlocked.`,
+      fixSteps: [`Reset the password of "${t.username}" (or unlock the account), then update it in Loupe.`],
+      retryable: false,
+    }),
+  },
   {
     when: (f) => num(f, 1044) || has(f, 'ER_DBACCESS_DENIED_ERROR'),
     build: (t) => ({
@@ -362,7 +416,7 @@ const rules: Rule[] = [
         'AuthenticationFailed',
         'ELOGIN',
       ) ||
-      num(f, 1045, 1698, 18456, 18) ||
+      num(f, 1045, 1698, 18456, 18452) ||
       /password authentication failed|authentication failed|login failed for user|access denied for user/i.test(
         m,
       ),
@@ -416,20 +470,6 @@ const rules: Rule[] = [
   },
   {
     when: (f, m) =>
-      num(f, 1862, 1820, 18487, 18488, 3118, 18486) ||
-      has(f, 'ER_MUST_CHANGE_PASSWORD_LOGIN', 'ER_ACCOUNT_HAS_BEEN_LOCKED') ||
-      /password has expired|must change|account is locked/i.test(m),
-    build: (t) => ({
-      stage: 'AUTH',
-      fault: 'user',
-      title: 'Account locked or password expired',
-      explanation: `The account "${t.username}" cannot log in until its password is reset or it is unlocked.`,
-      fixSteps: [`Reset the password of "${t.username}" (or unlock the account), then update it in Loupe.`],
-      retryable: false,
-    }),
-  },
-  {
-    when: (f, m) =>
       num(f, 1251) ||
       has(f, 'ER_NOT_SUPPORTED_AUTH_MODE') ||
       /authentication method .* not supported|SASL/i.test(m),
@@ -447,28 +487,6 @@ const rules: Rule[] = [
       retryable: false,
     }),
   },
-  // ---- Database ----
-  {
-    when: (f, m) =>
-      has(f, '3D000', 'ER_BAD_DB_ERROR') ||
-      num(f, 1049, 4060) ||
-      /database ".*" does not exist|unknown database|cannot open database/i.test(m),
-    build: (t) => ({
-      stage: 'DATABASE',
-      fault: 'user',
-      title: 'Database not found',
-      explanation: `${product[t.type]} at ${hostPort(t)} has no database "${t.database}" that user "${t.username}" can open.`,
-      fixSteps: [
-        `Check the spelling (and case) of the database name "${t.database}".`,
-        t.type === 'POSTGRES'
-          ? 'List databases with: SELECT datname FROM pg_database;'
-          : t.type === 'MSSQL'
-            ? `List databases with: SELECT name FROM sys.databases; and make sure "${t.username}" is a user in "${t.database}".`
-            : 'List databases with: SHOW DATABASES;',
-      ],
-      retryable: false,
-    }),
-  },
   // ---- Permissions ----
   {
     when: (f, m) =>
@@ -481,7 +499,7 @@ const rules: Rule[] = [
         'ER_SPECIFIC_ACCESS_DENIED_ERROR',
         'Unauthorized',
       ) ||
-      num(f, 1142, 1143, 1044, 1227, 229, 230, 262, 916, 13) ||
+      num(f, 1142, 1143, 1227, 229, 230, 262, 916, 297, 300) ||
       /permission denied|not authorized|command denied/i.test(m),
     build: (t, _f, m) => {
       const object = /\b(?:relation|table|object|view|collection|on)\s+['"`]?([\w.$-]+)['"`]?/i.exec(m)?.[1];

@@ -87,7 +87,7 @@ export function isQueryTimeout(error: unknown): boolean {
   const f = factsOf(error);
   const msg = f.messages.join(' | ');
   if ([...f.codes].some((c) => timeoutCodes.has(c))) return true;
-  if (f.numbers.has(1969) || f.numbers.has(3024) || f.numbers.has(50)) return true;
+  if (f.numbers.has(1969) || f.numbers.has(3024)) return true;
   if (f.codes.has('57014') && /statement timeout|canceling statement/i.test(msg)) return true;
   if (/Query read timeout/i.test(msg)) return true;
   // mssql: a RequestError with ETIMEOUT is the request timeout (a ConnectionError ETIMEOUT is the connect timeout).
