@@ -29,7 +29,7 @@ export interface Diagnosis {
 }
 
 type Target = Pick<ConnectionTarget, 'type' | 'host' | 'port' | 'database' | 'username'> &
-  Partial<Pick<ConnectionTarget, 'password'>>;
+  Partial<Pick<ConnectionTarget, 'password' | 'sslEnabled'>>;
 
 /** Everything we know about an error chain: codes, numbers and messages of the error and its causes. */
 export interface ErrorFacts {
