@@ -1,6 +1,7 @@
 import { bundleSize } from './bundle-size';
 import { coldStart } from './cold-start';
 import { BenchContext, type BenchModule, type BenchReport } from './context';
+import { query } from './query';
 
 /**
  * `npm run bench [-- --runs N] [-- --only name,name] [-- --strict]`
@@ -9,7 +10,7 @@ import { BenchContext, type BenchModule, type BenchReport } from './context';
  * with an admin key, the function bundles). To add one, write `bench/<name>.ts` exporting a
  * `BenchModule` ({ name, description, run(ctx) → { head, rows, notes?, overTarget } }) and list it here.
  */
-export const benchModules: BenchModule[] = [bundleSize, coldStart];
+export const benchModules: BenchModule[] = [bundleSize, coldStart, query];
 
 function args(argv: string[]) {
   const get = (flag: string) => {

@@ -1,0 +1,257 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { type LocalApp, startLocal } from '../infra/local/app';
+import { generateKey } from '../shared/auth/key-material';
+import { closeAllDrivers } from '../shared/connections/drivers/index';
+import { resetConfig } from '../shared/platform/config';
+import { resetDocumentClient } from '../shared/platform/db/client';
+import { resetEncryption } from '../shared/platform/encryption';
+import { startPostgres } from '../test/support/databases';
+import { type BenchModule, median, ms } from './context';
+
+/** Target: `SELECT 1` through the API adds at most 3 ms (median) to the bare driver. */
+export const SELECT1_ADDED_TARGET_MS = 3;
+/** Target: 10,000 rows through the API take at most 1.5× the bare driver + JSON.stringify. */
+export const ROWS_RATIO_TARGET = 1.5;
+
+const SELECT1 = 'SELECT 1';
+const ROWS_SQL =
+  'SELECT g AS id, md5(g::text) AS name, now() AS ts, g * 1.5 AS amount FROM generate_series(1, 10000) g';
+const ROWS = 10_000;
+
+interface Case {
+  label: string;
+  sql: string;
+  maxRows: number;
+  warmup: number;
+  iterations: number;
+}
+
+const CASES: Case[] = [
+  { label: 'SELECT 1', sql: SELECT1, maxRows: 1, warmup: 30, iterations: 200 },
+  { label: '10,000 rows', sql: ROWS_SQL, maxRows: ROWS, warmup: 5, iterations: 25 },
+];
+
+const p95 = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)];
+};
+
+/** A keep-alive HTTP/1.1 client (one socket), reading the answer as text like any API client. */
+function apiClient(port: number, key: string) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const call = (method: string, path: string, body?: unknown) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = request(
+        {
+          agent,
+          host: '127.0.0.1',
+          port,
+          method,
+          path: `/v1${path}`,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(payload
+              ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+              : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  return { call, close: () => agent.destroy() };
+}
+
+/** Saves the process environment variables startLocal changes, to put them back afterwards. */
+function snapshotEnv(names: string[]) {
+  const saved = new Map(names.map((n) => [n, process.env[n]]));
+  return () => {
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    resetConfig();
+    resetDocumentClient();
+    resetEncryption();
+  };
+}
+
+export const query: BenchModule = {
+  name: 'query',
+  description:
+    'Query overhead: POST /v1/connections/{id}/query on the local runtime (warm pool) vs the bare pg driver + JSON.stringify, same embedded PostgreSQL, interleaved runs',
+  async run() {
+    const database = await startPostgres();
+    const dataDir = mkdtempSync(join(tmpdir(), 'loupe-bench-query-'));
+    const adminKey = generateKey();
+    const restoreEnv = snapshotEnv([
+      'LOUPE_ADMIN_KEY',
+      'LOUPE_DEMO_DATA',
+      'LOUPE_LOG_LEVEL',
+      'LOUPE_ORG_RATE_LIMIT',
+      'LOUPE_DATA_DIR',
+      'LOUPE_RUNTIME',
+      'LOUPE_DYNAMODB_ENDPOINT',
+    ]);
+    let app: LocalApp | undefined;
+    let api: ReturnType<typeof apiClient> | undefined;
+    const bare = new pg.Pool({
+      host: database.host,
+      port: database.port,
+      user: database.user,
+      password: database.password,
+      database: database.database,
+      max: 3,
+    });
+    try {
+      app = await startLocal({
+        port: 0,
+        dataDir,
+        env: {
+          LOUPE_ADMIN_KEY: adminKey,
+          LOUPE_DEMO_DATA: 'false',
+          LOUPE_LOG_LEVEL: 'SILENT',
+          // The org limit (one shared-store ADD per request either way) must not answer 429 mid-run.
+          LOUPE_ORG_RATE_LIMIT: '1000000',
+        },
+        log: () => {},
+      });
+      api = apiClient(app.port, adminKey);
+      const created = await api.call('POST', '/connections', {
+        name: 'Bench PostgreSQL',
+        type: 'POSTGRES',
+        host: database.host,
+        port: database.port,
+        database: database.database,
+        username: database.user,
+        password: database.password,
+      });
+      if (created.status !== 201)
+        throw new Error(`create connection answered ${created.status}: ${created.text}`);
+      const id = JSON.parse(created.text).data.id as string;
+      const tested = await api.call('POST', `/connections/${id}/test`);
+      if (tested.status !== 200) throw new Error(`connection test answered ${tested.status}: ${tested.text}`);
+
+      const client = api;
+      const viaApi = async (c: Case) => {
+        const started = performance.now();
+        const r = await client.call('POST', `/connections/${id}/query`, { sql: c.sql, maxRows: c.maxRows });
+        const took = performance.now() - started;
+        if (r.status !== 200) throw new Error(`query answered ${r.status}: ${r.text.slice(0, 500)}`);
+        return { took, text: r.text };
+      };
+      const viaDriver = async (c: Case) => {
+        const started = performance.now();
+        const r = await bare.query(c.sql);
+        const json = JSON.stringify(r.rows);
+        return { took: performance.now() - started, rows: r.rows.length, bytes: json.length };
+      };
+
+      const rows: string[][] = [];
+      const notes: string[] = [];
+      const overTarget: string[] = [];
+      for (const c of CASES) {
+        // Warm-up: pools, JIT, caches; the answers are checked once here (not parsed in timed runs).
+        for (let i = 0; i < c.warmup; i++) {
+          const [a, b] = [await viaApi(c), await viaDriver(c)];
+          if (i === 0) {
+            const data = JSON.parse(a.text).data;
+            const expected = c.maxRows === 1 ? 1 : ROWS;
+            if (data.rowCount !== expected || data.truncated || b.rows !== expected)
+              throw new Error(
+                `${c.label}: expected ${expected} rows, API gave ${data.rowCount}, driver ${b.rows}`,
+              );
+          }
+        }
+        const service: number[] = [];
+        const driver: number[] = [];
+        const driverTime: number[] = [];
+        // Interleaved, alternating which goes first, so drift and GC affect both sides alike.
+        for (let i = 0; i < c.iterations; i++) {
+          if (i % 2 === 0) {
+            const a = await viaApi(c);
+            service.push(a.took);
+            driverTime.push(executionTimeOf(a.text));
+            driver.push((await viaDriver(c)).took);
+          } else {
+            driver.push((await viaDriver(c)).took);
+            const a = await viaApi(c);
+            service.push(a.took);
+            driverTime.push(executionTimeOf(a.text));
+          }
+        }
+        const s = median(service);
+        const d = median(driver);
+        const added = s - d;
+        const ratio = s / d;
+        const over = c.maxRows === 1 ? added > SELECT1_ADDED_TARGET_MS : ratio > ROWS_RATIO_TARGET;
+        const target =
+          c.maxRows === 1 ? `added ≤ ${SELECT1_ADDED_TARGET_MS} ms` : `ratio ≤ ${ROWS_RATIO_TARGET}×`;
+        if (over)
+          overTarget.push(
+            c.maxRows === 1
+              ? `query/${c.label}: the API adds ${ms(added)} (median) to the bare driver (target ≤ ${SELECT1_ADDED_TARGET_MS} ms)`
+              : `query/${c.label}: the API takes ${ratio.toFixed(2)}× the bare driver (target ≤ ${ROWS_RATIO_TARGET}×)`,
+          );
+        rows.push([
+          c.label,
+          String(c.iterations),
+          `${ms(s)} / ${ms(p95(service))}`,
+          `${ms(d)} / ${ms(p95(driver))}`,
+          ms(median(driverTime)),
+          ms(added),
+          `${ratio.toFixed(2)}×`,
+          `${target}: ${over ? 'OVER TARGET' : 'ok'}`,
+        ]);
+      }
+      notes.push(
+        'API: POST /v1/connections/{id}/query over a keep-alive HTTP/1.1 socket to the local runtime in this process (auth, org rate limit, connection load, password decrypt, guard, pooled driver, query history), answer read as text.',
+        'bare: pg.Pool in this process running the same SQL, then JSON.stringify(rows). Runs are interleaved, alternating which goes first; "median / p95" per side.',
+        '"in driver" is the executionTime the API reports (the driver call: transaction, cursor, fetches, value normalization).',
+        'The org rate limit is raised for the run so that it never answers 429; its shared-store ADD still happens on every request.',
+      );
+      return {
+        head: [
+          'query',
+          'runs',
+          'API median / p95',
+          'bare median / p95',
+          'in driver',
+          'added',
+          'ratio',
+          'target',
+        ],
+        rows,
+        notes,
+        overTarget,
+      };
+    } finally {
+      api?.close();
+      await bare.end().catch(() => {});
+      await closeAllDrivers();
+      await app?.stop();
+      restoreEnv();
+      await database.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  },
+};
+
+function executionTimeOf(text: string): number {
+  // The field sits near the end of a large answer; find it without parsing the whole body.
+  const m = /"executionTime":([\d.]+)/.exec(text.slice(-400));
+  return m ? Number(m[1]) : Number.NaN;
+}
