@@ -130,7 +130,10 @@ describe('SQL Server failures (mssql error objects)', () => {
 
   it('EENCRYPT "Server requires encryption" is TLS / user (turn sslEnabled on)', () => {
     const d = diagnose(
-      new sql.ConnectionError("Server requires encryption, set 'encrypt' config option to true.", 'EENCRYPT' as never),
+      new sql.ConnectionError(
+        "Server requires encryption, set 'encrypt' config option to true.",
+        'EENCRYPT' as never,
+      ),
       {
         ...mssqlTarget,
         sslEnabled: false,
