@@ -45,6 +45,8 @@ export interface ModelCall {
 }
 
 const estimateTokens = (chars: number) => Math.ceil(chars / 4);
+/** Optional request parameters each model turned out not to accept. */
+const unsupported = new Map<string, Set<string>>();
 
 /**
  * One Chat Completions call through the `openai` client, streamed when `onDelta` is given, and
@@ -54,13 +56,7 @@ const estimateTokens = (chars: number) => Math.ceil(chars / 4);
  */
 export async function callModel(call: ModelCall): Promise<ModelTurn> {
   const { ai } = call;
-  const base = {
-    model: ai.model,
-    messages: call.messages,
-    ...(call.tools?.length ? { tools: call.tools, tool_choice: call.toolChoice ?? 'auto' } : {}),
-    ...(call.maxTokens ? { max_tokens: call.maxTokens } : {}),
-    ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
-  };
+  const skip = unsupported.get(ai.model) ?? new Set<string>();
   const promptChars =
     JSON.stringify(call.messages).length + (call.tools ? JSON.stringify(call.tools).length : 0);
   let content = '';
@@ -69,47 +65,75 @@ export async function callModel(call: ModelCall): Promise<ModelTurn> {
   let model = ai.model;
   let reported: { prompt_tokens?: number; completion_tokens?: number } | undefined;
   let failure: unknown;
-  try {
-    if (call.onDelta) {
-      const stream = await ai.client.chat.completions.create(
-        { ...base, stream: true, stream_options: { include_usage: true } },
-        { signal: call.signal },
-      );
-      for await (const chunk of stream) {
-        if (chunk.model) model = chunk.model;
-        if (chunk.usage) reported = chunk.usage;
-        const choice = chunk.choices?.[0];
-        if (!choice) continue;
-        const d = choice.delta ?? {};
-        if (d.content) {
-          content += d.content;
-          call.onDelta(d.content);
+  for (let attempt = 0; ; attempt++) {
+    // Optional parameters some OpenAI-compatible models reject (reasoning models: temperature,
+    // max_tokens; some servers: stream_options). A 400 naming one drops it for this model and retries.
+    const optional: Record<string, unknown> = {
+      ...(call.maxTokens ? { max_tokens: call.maxTokens } : {}),
+      ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+      ...(call.onDelta ? { stream_options: { include_usage: true } } : {}),
+    };
+    for (const k of skip) delete optional[k];
+    const base = {
+      model: ai.model,
+      messages: call.messages,
+      ...(call.tools?.length ? { tools: call.tools, tool_choice: call.toolChoice ?? 'auto' } : {}),
+      ...optional,
+    };
+    failure = undefined;
+    try {
+      if (call.onDelta) {
+        const stream = await ai.client.chat.completions.create(
+          { ...base, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming,
+          { signal: call.signal },
+        );
+        for await (const chunk of stream) {
+          if (chunk.model) model = chunk.model;
+          if (chunk.usage) reported = chunk.usage;
+          const choice = chunk.choices?.[0];
+          if (!choice) continue;
+          const d = choice.delta ?? {};
+          if (d.content) {
+            content += d.content;
+            call.onDelta(d.content);
+          }
+          for (const tc of d.tool_calls ?? []) {
+            const i = tc.index ?? 0;
+            calls[i] ??= { id: '', name: '', arguments: '' };
+            if (tc.id) calls[i].id = tc.id;
+            if (tc.function?.name) calls[i].name += tc.function.name;
+            if (tc.function?.arguments) calls[i].arguments += tc.function.arguments;
+          }
+          if (choice.finish_reason) finishReason = choice.finish_reason;
         }
-        for (const tc of d.tool_calls ?? []) {
-          const i = tc.index ?? 0;
-          calls[i] ??= { id: '', name: '', arguments: '' };
-          if (tc.id) calls[i].id = tc.id;
-          if (tc.function?.name) calls[i].name += tc.function.name;
-          if (tc.function?.arguments) calls[i].arguments += tc.function.arguments;
-        }
-        if (choice.finish_reason) finishReason = choice.finish_reason;
+      } else {
+        const res = await ai.client.chat.completions.create(
+          { ...base, stream: false } as OpenAI.ChatCompletionCreateParamsNonStreaming,
+          { signal: call.signal },
+        );
+        if (res.model) model = res.model;
+        reported = res.usage ?? undefined;
+        const choice = res.choices?.[0];
+        content = choice?.message?.content ?? '';
+        finishReason = choice?.finish_reason ?? null;
+        for (const tc of choice?.message?.tool_calls ?? [])
+          if (tc.type === 'function')
+            calls.push({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments ?? '' });
       }
-    } else {
-      const res = await ai.client.chat.completions.create(
-        { ...base, stream: false },
-        { signal: call.signal },
-      );
-      if (res.model) model = res.model;
-      reported = res.usage ?? undefined;
-      const choice = res.choices?.[0];
-      content = choice?.message?.content ?? '';
-      finishReason = choice?.finish_reason ?? null;
-      for (const tc of choice?.message?.tool_calls ?? [])
-        if (tc.type === 'function')
-          calls.push({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments ?? '' });
+    } catch (e) {
+      failure = e;
     }
-  } catch (e) {
-    failure = e;
+    const rejected =
+      failure instanceof OpenAI.APIError && failure.status === 400 && !content && !calls.length && attempt < 3
+        ? Object.keys(optional).filter((k) => failure instanceof Error && failure.message.includes(k))
+        : [];
+    if (!rejected.length) break;
+    for (const k of rejected) skip.add(k);
+    unsupported.set(ai.model, skip);
+    logger().warn('The model rejected optional parameters; retrying without them', {
+      model: ai.model,
+      rejected,
+    });
   }
   const toolCalls = calls.filter(Boolean).map((c, i) => ({ ...c, id: c.id || `call_${i}` }));
   const outputChars = content.length + toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, 0);

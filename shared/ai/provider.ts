@@ -70,7 +70,7 @@ export async function aiProvider(): Promise<AiProvider | null> {
           apiKey: apiKey ?? NO_KEY,
           baseURL: baseURL ?? undefined,
           timeout: 60_000,
-          maxRetries: 2,
+          maxRetries: 1,
         }),
       },
     };

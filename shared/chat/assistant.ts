@@ -33,6 +33,8 @@ export const MAX_MODEL_CALLS = 8;
 export const MAX_FAILED_QUERIES = 4;
 /** Queries for one answer at most. */
 export const MAX_QUERIES = 6;
+/** After this long the next model call is the last one (the chat function runs for at most 300 s). */
+export const ANSWER_BUDGET_MS = 150_000;
 /** Query errors that rewriting the SQL cannot fix. */
 const NOT_REPAIRABLE = new Set([
   'NOT_FOUND',
@@ -113,9 +115,10 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
     emit({ type: 'delta', content: piece });
   };
 
+  const started = Date.now();
   for (let call = 1; ; call++) {
     if (input.signal?.aborted) throw new AppError(499, 'CLIENT_CLOSED', 'The request was cancelled.');
-    const final = call >= MAX_MODEL_CALLS;
+    const final = call >= MAX_MODEL_CALLS || Date.now() - started > ANSWER_BUDGET_MS;
     const tools = connection ? toolDefinitions(connection.type, queryAllowed) : undefined;
     boundLoopMessages(messages);
     const turnHasText = { v: false };

@@ -474,6 +474,26 @@ describe('chat on PostgreSQL', () => {
     expect(systemText(req)).not.toContain('TABLE orders');
   });
 
+  it('retries without an optional parameter the model rejects (reasoning models and temperature)', async () => {
+    const usageBefore = (await s.call('GET', '/usage')).body.meta.pagination.total;
+    fake.script(
+      {
+        error: {
+          status: 400,
+          message: "Unsupported parameter: 'temperature' is not supported with this model.",
+        },
+      },
+      { content: 'Hello again.' },
+    );
+    const r = await s.call('POST', '/chat', { body: { message: 'Hello', connectionId } });
+    expect(r.status, r.text).toBe(200);
+    const [rejected, retried] = completions(fake);
+    expect(rejected.body.temperature).toBe(0);
+    expect(retried.body.temperature).toBeUndefined();
+    // Only the call that was answered is accounted.
+    expect((await s.call('GET', '/usage')).body.meta.pagination.total).toBe(usageBefore + 1);
+  });
+
   it('validates the request: message required, at most 8000 characters, stream boolean', async () => {
     for (const body of [
       {},
