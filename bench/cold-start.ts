@@ -40,9 +40,6 @@ function runOnce(env: Record<string, string>): Promise<Sample> {
   });
 }
 
-/** The request each group answers: GET on its first prefix with an admin key (auth, routing, a store read). */
-const requestPath = (prefixes: string[]) => prefixes[0];
-
 export const coldStart: BenchModule = {
   name: 'cold-start',
   description:
@@ -51,14 +48,23 @@ export const coldStart: BenchModule = {
     const [bundles, org, env] = await Promise.all([ctx.bundles(), ctx.org(), ctx.childEnv()]);
     const http = bundles.flatMap((b) =>
       b.fn.kind === 'http'
-        ? [{ name: b.fn.name, bundle: join(b.dir, 'index.mjs'), path: requestPath(b.fn.group.prefixes) }]
+        ? [{ name: b.fn.name, bundle: join(b.dir, 'index.mjs'), prefixes: b.fn.group.prefixes, path: '' }]
         : [],
     );
     const baseline: number[] = [];
     const samples = new Map<string, Sample[]>(http.map((b) => [b.name, []]));
-    // Warm the file cache once per bundle so the first measured run is not a disk read.
-    for (const b of http)
-      await runOnce({ ...env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: b.path });
+    // Warm the file cache (these runs are not counted) and pick the request: GET on the group's first
+    // prefix that answers 2xx with an admin key (auth, routing, a store read), else its first prefix.
+    for (const b of http) {
+      for (const p of b.prefixes) {
+        const s = await runOnce({ ...env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: p });
+        if (s.status >= 200 && s.status < 300) {
+          b.path = p;
+          break;
+        }
+      }
+      b.path ||= b.prefixes[0];
+    }
     // Interleaved, so drift on the machine affects the baseline and the functions alike.
     for (let i = 0; i < ctx.runs; i++) {
       baseline.push((await runOnce(env)).wallMs);
