@@ -3,10 +3,12 @@
  * the test harness, SQLite files, DNS (.invalid never resolves), a closed local port, and a local TCP
  * server that accepts connections and never answers.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createTlsServer, TLSSocket } from 'node:tls';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -280,3 +282,81 @@ describe('unknown errors', () => {
     expect(d.explanation).toContain('***');
   });
 });
+
+const openssl = ['/usr/bin/openssl', '/usr/local/bin/openssl'].find((p) => existsSync(p));
+describe.skipIf(!openssl)(
+  `TLS certificate verification against local TLS servers with a self-signed certificate${openssl ? '' : ' — skipped: openssl is not installed'}`,
+  () => {
+    let key: Buffer;
+    let cert: Buffer;
+    const servers: Server[] = [];
+    const listen = async (s: Server) => {
+      servers.push(s);
+      await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+      return (s.address() as { port: number }).port;
+    };
+    beforeAll(() => {
+      execFileSync(
+        openssl as string,
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/CN=localhost',
+          '-keyout',
+          join(dir, 'key.pem'),
+          '-out',
+          join(dir, 'cert.pem'),
+        ],
+        { stdio: 'ignore' },
+      );
+      key = readFileSync(join(dir, 'key.pem'));
+      cert = readFileSync(join(dir, 'cert.pem'));
+    });
+    afterAll(async () => {
+      for (const s of servers) await new Promise((r) => s.close(r));
+    });
+
+    it('PostgreSQL (SSLRequest answered "S", then a self-signed certificate) is TLS "not trusted"', async () => {
+      const port = await listen(
+        createServer((socket) => {
+          socket.on('error', () => {});
+          socket.once('data', () => {
+            socket.write('S');
+            const secure = new TLSSocket(socket, { isServer: true, key, cert });
+            secure.on('error', () => {});
+          });
+        }),
+      );
+      const t = base('POSTGRES', { host: '127.0.0.1', port, sslEnabled: true });
+      const err = await pingError(t);
+      expect(err).toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+      const d = diagnose(err, t);
+      expectDiagnosis(d, { stage: 'TLS', fault: 'user', title: 'Server certificate not trusted' }, t);
+      expect(d.fixSteps.join(' ')).toContain('NODE_EXTRA_CA_CERTS');
+    });
+
+    it('MongoDB (TLS from the first byte, self-signed certificate) is TLS "not trusted"', async () => {
+      const port = await listen(
+        createTlsServer({ key, cert }, (s) => {
+          s.on('error', () => {});
+        }),
+      );
+      const t: ConnectionTarget = {
+        ...base('POSTGRES'),
+        type: 'MONGODB',
+        host: '127.0.0.1',
+        port,
+        sslEnabled: true,
+        username: '',
+      };
+      const d = diagnose(await pingError(t), t);
+      expectDiagnosis(d, { stage: 'TLS', title: 'Server certificate not trusted' }, t);
+    }, 30_000);
+  },
+);
