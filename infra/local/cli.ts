@@ -4,6 +4,7 @@ import { createOrganization } from '../../shared/auth/bootstrap';
 import { authStore } from '../../shared/auth/store';
 import { resetConfig } from '../../shared/platform/config';
 import { resetDocumentClient } from '../../shared/platform/db/client';
+import { addBalance } from '../../shared/usage/balance';
 import { ensureTable, runningStoreEndpoint, startLocalStore } from './store';
 
 const USAGE = `Loupe operator tool
@@ -108,7 +109,7 @@ export async function main(argv: string[]): Promise<void> {
     }
     const user = await authStore.findUserAnywhere(values.user!);
     if (!user) fail(`No user with id ${values.user}.`);
-    const remaining = await authStore.addBalance(user.orgId, user.id, cents);
+    const { remaining } = await addBalance(user.orgId, user.id, cents);
     if (values.json)
       process.stdout.write(`${JSON.stringify({ userId: user.id, orgId: user.orgId, remaining })}\n`);
     else process.stdout.write(`Balance of ${user.id} is now ${remaining} cents.\n`);

@@ -141,22 +141,6 @@ export const authStore = {
     return true;
   },
 
-  async getBalance(orgId: string, userId: string): Promise<number | undefined> {
-    const item = await db.get<{ remaining: number }>(orgPk(orgId), `BALANCE#${userId}`);
-    return item ? Number(item.remaining) : undefined;
-  },
-
-  /** Adds (or with a negative amount removes) balance in cents; returns the new remaining balance. */
-  async addBalance(orgId: string, userId: string, cents: number): Promise<number> {
-    const out = await db.update<{ remaining: number }>({
-      pk: orgPk(orgId),
-      sk: `BALANCE#${userId}`,
-      update: 'ADD remaining :c SET userId = if_not_exists(userId, :u)',
-      values: { ':c': cents, ':u': userId },
-    });
-    return Number(out?.remaining ?? 0);
-  },
-
   /** Issues a key; the full key is returned only here. A given `key` (bootstrap) is used verbatim. */
   async createKey(
     orgId: string,

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authStore } from '../../shared/auth/store';
+import { remainingCents } from '../../shared/usage/balance';
 import { startTestServer, type TestServer } from '../support/server';
 
 const run = promisify(execFile);
@@ -52,7 +52,7 @@ describe('operator command-line tool', () => {
       s.dataDir,
     ]);
     const { orgId, userId } = JSON.parse(stdout);
-    const before = (await authStore.getBalance(orgId, userId)) ?? 0;
+    const before = await remainingCents(orgId, userId);
     const added = await cli([
       'balance',
       'add',
@@ -65,7 +65,7 @@ describe('operator command-line tool', () => {
       s.dataDir,
     ]);
     expect(JSON.parse(added.stdout).remaining).toBe(before + 125.5);
-    expect(await authStore.getBalance(orgId, userId)).toBe(before + 125.5);
+    expect(await remainingCents(orgId, userId)).toBe(before + 125.5);
   });
 
   it('fails clearly with exit code 2 on bad arguments', async () => {
