@@ -50,11 +50,14 @@ export class LoupeWorkers extends Construct {
         throw new Error(`Worker ${w.worker.name}: queue.batchSize must be an integer from 1 to 10000.`);
       const visibility = visibilityTimeoutOf(w.worker, w.timeoutSeconds);
       const deadLetters = new sqs.Queue(this, `${w.worker.name}-dlq`, {
+        queueName: `${stack.stackName}-${w.worker.name}-dlq`,
         retentionPeriod: Duration.days(14),
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
       });
+      // Short fixed names keep the queue URLs small (every function gets them all in LOUPE_QUEUE_URLS).
       const queue = new sqs.Queue(this, `${w.worker.name}-queue`, {
+        queueName: `${stack.stackName}-${w.worker.name}`,
         visibilityTimeout: Duration.seconds(visibility),
         retentionPeriod: Duration.days(4),
         encryption: sqs.QueueEncryption.SQS_MANAGED,

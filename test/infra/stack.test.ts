@@ -118,6 +118,29 @@ describe('functions', () => {
       expect(text).toContain(`:function:LoupeTest-worker-${w.name}`);
   });
 
+  it("keeps every function's environment under Lambda's 4 KB limit, with generous token sizes", () => {
+    // Pseudo parameters at their longest, every other reference as a 100-character value.
+    const pseudo: Record<string, string> = {
+      'AWS::Region': 'ap-southeast-2',
+      'AWS::AccountId': '123456789012',
+      'AWS::Partition': 'aws-us-gov',
+      'AWS::URLSuffix': 'amazonaws.com.cn',
+    };
+    const render = (v: unknown): string => {
+      if (typeof v === 'string') return v;
+      const o = v as Record<string, any>;
+      if (o.Ref) return pseudo[o.Ref] ?? 'x'.repeat(100);
+      if (o['Fn::GetAtt']) return 'x'.repeat(100);
+      if (o['Fn::Join']) return (o['Fn::Join'][1] as unknown[]).map(render).join(o['Fn::Join'][0]);
+      throw new Error(`unexpected value ${JSON.stringify(v)}`);
+    };
+    for (const [, r] of resourcesOf('AWS::Lambda::Function')) {
+      const env = r.Properties.Environment.Variables as Record<string, unknown>;
+      const bytes = Object.entries(env).reduce((n, [k, v]) => n + k.length + render(v).length, 0);
+      expect(bytes, r.Properties.FunctionName).toBeLessThan(4096);
+    }
+  });
+
   it('gives every function its own log group with retention', () => {
     const groups = resourcesOf('AWS::Logs::LogGroup');
     for (const f of all) {
