@@ -85,8 +85,10 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       broken = e as Error;
       throw e;
     } finally {
-      // A client whose transaction could not be closed is discarded, not returned to the pool.
-      if (broken) {
+      // A client whose transaction could not be closed is discarded, not returned to the pool. After a
+      // client-side read timeout the server may still be busy with the statement: discard at once.
+      if (broken && /Query read timeout|Connection terminated/i.test(broken.message)) client.release(true);
+      else if (broken) {
         try {
           await client.query('ROLLBACK');
           client.release();
