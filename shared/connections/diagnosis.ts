@@ -120,7 +120,8 @@ interface Rule {
   build: (t: Target, f: ErrorFacts, msg: string) => Diagnosis;
 }
 
-const has = (f: ErrorFacts, ...codes: string[]) => codes.some((c) => f.codes.has(c));
+/** A code (or, for AWS SDK errors, the error name) is present anywhere in the chain. */
+const has = (f: ErrorFacts, ...codes: string[]) => codes.some((c) => f.codes.has(c) || f.names.has(c));
 const num = (f: ErrorFacts, ...ns: number[]) => ns.some((n) => f.numbers.has(n));
 
 const tlsCertCodes = [

@@ -2,7 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
@@ -202,5 +204,74 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
     const e = await failure(runReadOnly(target({ id: 'sqlite-bogus', database: bogus }), 'SELECT 1'));
     expect(e.code).toBe('CONNECTION_FAILED');
     expect((e.details as { diagnosis: { title: string } }).diagnosis.title).toBe('Not a SQLite database');
+  });
+});
+
+describe('SQLite from S3 (s3://bucket/key, S3 mocked with aws-sdk-client-mock)', () => {
+  const s3 = mockClient(S3Client);
+  const s3Target = (id: string, key: string): ConnectionTarget =>
+    target({ id, database: `s3://loupe-test-bucket/${key}` });
+  const body = (path: string) => ({ transformToByteArray: async () => new Uint8Array(readFileSync(path)) });
+  afterAll(() => s3.restore());
+
+  it('copies the object to the temporary disk, opens it read-only and reuses the copy', async () => {
+    s3.reset();
+    s3.on(GetObjectCommand).resolves({ ETag: '"v1"', Body: body(file) as never });
+    const r = await runReadOnly(s3Target('s3-a', 'shop-a.db'), 'SELECT count(*) AS n FROM items');
+    expect(r.rows).toEqual([{ n: 30 }]);
+    const calls = s3.commandCalls(GetObjectCommand);
+    expect(calls).toHaveLength(1);
+    expect(calls[0].args[0].input).toMatchObject({
+      Bucket: 'loupe-test-bucket',
+      Key: 'shop-a.db',
+      IfNoneMatch: undefined,
+    });
+    await runReadOnly(s3Target('s3-a', 'shop-a.db'), 'SELECT 1 AS one');
+    expect(s3.commandCalls(GetObjectCommand)).toHaveLength(1);
+  });
+
+  it('re-checks the ETag after a minute: 304 keeps the copy, a new ETag downloads the new file', async () => {
+    s3.reset();
+    s3.on(GetObjectCommand).resolves({ ETag: '"e1"', Body: body(file) as never });
+    const t = s3Target('s3-b', 'shop-b.db');
+    expect((await runReadOnly(t, 'SELECT count(*) AS n FROM items')).rows).toEqual([{ n: 30 }]);
+    const realNow = Date.now;
+    const later = realNow() + 61_000;
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => later);
+    try {
+      s3.reset();
+      s3.on(GetObjectCommand).rejects(
+        Object.assign(new Error('Not Modified'), { name: 'NotModified', $metadata: { httpStatusCode: 304 } }),
+      );
+      expect((await runReadOnly(t, 'SELECT count(*) AS n FROM items')).rows).toEqual([{ n: 30 }]);
+      expect(s3.commandCalls(GetObjectCommand)[0].args[0].input.IfNoneMatch).toBe('e1');
+      // A changed object: a different file with another table.
+      const other = join(dir, 'other.db');
+      const d = new DatabaseSync(other);
+      d.exec("CREATE TABLE fresh (v TEXT); INSERT INTO fresh VALUES ('new');");
+      d.close();
+      spy.mockImplementation(() => later + 61_000);
+      s3.reset();
+      s3.on(GetObjectCommand).resolves({ ETag: '"e2"', Body: body(other) as never });
+      expect((await runReadOnly(t, 'SELECT v FROM fresh')).rows).toEqual([{ v: 'new' }]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a missing object is CONNECTION_FAILED with a DATABASE diagnosis naming the S3 URL', async () => {
+    s3.reset();
+    s3.on(GetObjectCommand).rejects(
+      Object.assign(new Error('The specified key does not exist.'), {
+        name: 'NoSuchKey',
+        $metadata: { httpStatusCode: 404 },
+      }),
+    );
+    const t = s3Target('s3-c', 'missing.db');
+    const e = await failure(runReadOnly(t, 'SELECT 1'));
+    expect(e.code).toBe('CONNECTION_FAILED');
+    const diagnosis = (e.details as { diagnosis: { stage: string; explanation: string } }).diagnosis;
+    expect(diagnosis.stage).toBe('DATABASE');
+    expect(diagnosis.explanation).toContain('s3://loupe-test-bucket/missing.db');
   });
 });
