@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { config } from '../platform/config';
 
 /** Price of one model in US cents per million tokens. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { endpoint, SCOPES } from '../http/endpoint';
 import { Deleted, IdParams, isoDateTime, PageQuery } from '../http/schemas';
 

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { config } from '../platform/config';
 import { AppError, badRequest, forbidden, notFound, validationError } from '../platform/errors';
 import type { ApiKeyCreate, MemberCreate, MemberUpdate } from './api';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { QueryResult } from '../connections/api';
 import { endpoint } from '../http/endpoint';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { modelAnnotations } from '../ai/annotate';
 import type { AuthContext } from '../auth/context';
 import { AppError, validationError } from '../platform/errors';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { outbox } from '../platform/events';
 import type { EventType } from '../platform/events/port';
 import { nowIso } from '../platform/ids';

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { AuthContext } from '../auth/context';
 import { connectionForUse } from '../connections/execute';
 import { pageOf, pagination } from '../http/envelope';

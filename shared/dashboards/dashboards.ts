@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { AuthContext } from '../auth/context';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';

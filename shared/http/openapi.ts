@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { EndpointSpec } from './endpoint';
 
 const jsonSchema = (s: z.ZodType, io: 'input' | 'output') => {

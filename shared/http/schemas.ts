@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Shared request schemas. */
 export const PageQuery = z.object({

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { AuthContext } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
 import { assertCanChange } from '../dashboards/access';

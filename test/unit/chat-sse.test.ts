@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseSse, sseEvent } from '../../shared/chat/sse';
 import { endpoint } from '../../shared/http/endpoint';
 import { on } from '../../shared/http/route';

@@ -116,7 +116,9 @@ describe('local master key', () => {
       process.env.LOUPE_DATA_DIR = join(dir, 'data2');
       process.env.LOUPE_MASTER_KEY = Buffer.from('too short').toString('base64');
       resetConfig();
-      expect(() => encryption()).toThrow(/LOUPE_MASTER_KEY must hold the base64 encoding of exactly 32 bytes/);
+      expect(() => encryption()).toThrow(
+        /LOUPE_MASTER_KEY must hold the base64 encoding of exactly 32 bytes/,
+      );
     });
 
     it('requires LOUPE_KMS_KEY_ID in AWS', () => {

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { endpoint } from '../../shared/http/endpoint';
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';

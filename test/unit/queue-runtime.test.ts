@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type LocalStore, startLocalStore } from '../../infra/local/store';
 import { failedIds, startWorkers, type WorkerHandler } from '../../infra/local/workers';
 import { resetConfig } from '../../shared/platform/config';

@@ -1,6 +1,6 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { queueWorker } from '../../shared/platform/queue/worker';
 
 const record = (id: string, body: string, receiveCount = 1): SQSRecord => ({

@@ -1,5 +1,5 @@
 import type { MiddlewareObj } from '@middy/core';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { validationError } from '../../platform/errors';
 import type { HttpRequest } from './state';
 

@@ -12,8 +12,7 @@ export function loadMasterKey(fromEnv: string | undefined, keyFile: string): Buf
   const b64 = fromEnv ?? (existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined);
   if (b64) {
     const key = Buffer.from(b64, 'base64');
-    if (key.length !== 32)
-      throw new Error(`${source} must hold the base64 encoding of exactly 32 bytes.`);
+    if (key.length !== 32) throw new Error(`${source} must hold the base64 encoding of exactly 32 bytes.`);
     return key;
   }
   const key = randomBytes(32);
