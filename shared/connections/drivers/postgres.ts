@@ -3,8 +3,13 @@
  *   BEGIN READ ONLY; SET LOCAL statement_timeout = …; SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'
  *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>   (SELECT / VALUES; extended protocol: one statement only)
  *   FETCH n FROM loupe_cursor …                             (until maxRows + 1 rows or the byte cap)
- *   ROLLBACK
+ *   ROLLBACK                                                (sent before the answer returns; not awaited, see below)
  * EXPLAIN and SHOW run as one extended-protocol query inside the same transaction.
+ * The ROLLBACK that ends a read is written to the socket at once (pg sends it synchronously when the
+ * client is idle, which it is after the last FETCH) but the result does not wait for its reply: the client
+ * returns to the pool when the reply arrives, or is discarded if ROLLBACK fails. Nothing was written, so
+ * the rows are final either way. A frozen Lambda instance holds at most a pending reply; the database
+ * has already received ROLLBACK. Writes (runApproved) await COMMIT.
  * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
  */
 import pg from 'pg';
@@ -16,10 +21,35 @@ const { Pool, types } = pg;
 
 /** `2024-01-02 03:04:05.123456+00` (session TimeZone UTC) → `2024-01-02T03:04:05.123456Z`. */
 export function isoTimestamp(text: string): string {
+  // Hot path (every timestamp cell): `YYYY-MM-DD hh:mm:ss[.ffffff]` followed by `+00` or by no offset,
+  // answered with one concatenation; the same result as the general rules below.
+  const n = text.length;
+  if (n >= 19 && hasDatePrefix(text)) {
+    if (text.charCodeAt(n - 3) === 43 && text.charCodeAt(n - 2) === 48 && text.charCodeAt(n - 1) === 48)
+      return `${text.slice(0, 10)}T${text.slice(11, n - 3)}Z`;
+    if (text.indexOf('+', 11) === -1 && text.indexOf('-', 11) === -1)
+      return `${text.slice(0, 10)}T${text.slice(11)}`;
+  }
   if (!/^\d{4,}-\d\d-\d\d \d/.test(text)) return text; // infinity, -infinity, BC dates stay as written
   const t = text.replace(' ', 'T');
   return t.replace(/\+00(:00)?$/, 'Z').replace(/([+-]\d\d)$/, '$1:00');
 }
+
+const isDigit = (c: number) => c >= 48 && c <= 57;
+/** `dddd-dd-dd d`: a four-digit year, the date, a space and the first digit of the time. */
+const hasDatePrefix = (t: string) =>
+  isDigit(t.charCodeAt(0)) &&
+  isDigit(t.charCodeAt(1)) &&
+  isDigit(t.charCodeAt(2)) &&
+  isDigit(t.charCodeAt(3)) &&
+  t.charCodeAt(4) === 45 &&
+  isDigit(t.charCodeAt(5)) &&
+  isDigit(t.charCodeAt(6)) &&
+  t.charCodeAt(7) === 45 &&
+  isDigit(t.charCodeAt(8)) &&
+  isDigit(t.charCodeAt(9)) &&
+  t.charCodeAt(10) === 32 &&
+  isDigit(t.charCodeAt(11));
 
 const arrayParser = types.arrayParser as unknown as {
   create(source: string, transform: (s: string) => unknown): { parse(): unknown[] };
@@ -76,11 +106,21 @@ export function postgresDriver(target: ConnectionTarget): Driver {
   // An idle client that loses its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
 
-  async function withClient<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` on a pooled client. `fn` may hand over the statement that ends its transaction with
+   * `releaseAfter` (its last step) instead of awaiting it: the client then returns to the pool when that
+   * statement completes, and is discarded if it fails.
+   */
+  async function withClient<T>(
+    fn: (c: pg.PoolClient, releaseAfter: (closing: Promise<unknown>) => void) => Promise<T>,
+  ): Promise<T> {
     const client = await pool.connect();
     let broken: Error | undefined;
+    let closing: Promise<unknown> | undefined;
     try {
-      return await fn(client);
+      return await fn(client, (p) => {
+        closing = p;
+      });
     } catch (e) {
       broken = e as Error;
       throw e;
@@ -95,7 +135,12 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         } catch {
           client.release(true);
         }
-      } else client.release();
+      } else if (closing)
+        closing.then(
+          () => client.release(),
+          () => client.release(true),
+        );
+      else client.release();
     }
   }
 
@@ -125,7 +170,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       const deadline = Date.now() + opts.timeoutMs;
       const statement = withoutTrailingSemicolons(text);
       const values = opts.params ?? [];
-      const result = await withClient(async (c) => {
+      const result = await withClient(async (c, releaseAfter) => {
         await c.query(
           `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}; ` +
             `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`,
@@ -169,7 +214,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
           for (const row of (r.rows ?? []) as unknown[][]) if (!collector.add(rowOf(columns, row))) break;
           if (!readOnly && r.command !== 'SELECT') rowCount = r.rowCount ?? 0;
         }
-        await c.query(readOnly ? 'ROLLBACK' : 'COMMIT');
+        if (readOnly) releaseAfter(c.query('ROLLBACK'));
+        else await c.query('COMMIT');
         return { columns, collector, rowCount };
       }).catch((e) => {
         throw adjustPosition(
