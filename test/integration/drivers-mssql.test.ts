@@ -1,11 +1,13 @@
 /**
  * SQL Server adapter. No SQL Server can run here: the pure parts (configuration, parameter naming,
- * introspection SQL and snapshot building, value normalization) are tested directly; the full driver
- * suite runs against a real server when MSSQL_URL is set
+ * introspection SQL and snapshot building, value normalization) are tested directly; the real
+ * mssql/tedious client is driven through the adapter against a TDS-level test server
+ * (test/support/tds-wire.ts); the full driver suite runs against a real server when MSSQL_URL is set
  * (mssql://user:password@host:1433/database?encrypt=true).
  */
 import sql from 'mssql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Diagnosis } from '../../shared/connections/diagnosis';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import {
   buildMssqlSnapshot,
@@ -19,6 +21,7 @@ import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
 import { assertReadOnly } from '../../shared/connections/sql-guard';
 import type { AppError } from '../../shared/platform/errors';
+import { startTdsWire, type TdsColumn, type TdsWireServer } from '../support/tds-wire';
 
 const target: ConnectionTarget = {
   id: 'mssql-1',
@@ -180,6 +183,235 @@ describe('SQL Server adapter: configuration and SQL', () => {
         (t) => (t as { declaration?: string }).declaration,
       ),
     ).toEqual(['decimal', 'numeric', 'money', 'bigint', 'datetime2', 'date', 'time']);
+  });
+});
+
+describe('SQL Server adapter over TDS (real mssql/tedious client, test server)', () => {
+  let tds: TdsWireServer;
+  const itemColumns: TdsColumn[] = [
+    { name: 'id', type: 'int' },
+    { name: 'big', type: 'bigint' },
+    { name: 'amount', type: 'decimal', precision: 30, scale: 10 },
+    { name: 'at', type: 'datetime2', scale: 3 },
+    { name: 'raw', type: 'varbinary' },
+    { name: 'note', type: 'nvarchar' },
+    { name: 'flag', type: 'bit' },
+  ];
+  const items = Array.from({ length: 3000 }, (_, i) => [
+    i + 1,
+    '9007199254740993',
+    '12.5',
+    '2024-03-01T10:20:30.123Z',
+    Buffer.from([1, 2, 255]),
+    'x'.repeat(50),
+    i % 2 === 0,
+  ]);
+  const t = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
+    ...target,
+    id: `tds-${process.pid}`,
+    host: '127.0.0.1',
+    port: tds.port,
+    sslEnabled: false,
+    ...over,
+  });
+  const failure = async (p: Promise<unknown>) => {
+    try {
+      await p;
+    } catch (e) {
+      return e as AppError;
+    }
+    throw new Error('expected a failure');
+  };
+  const since = (n: number) => tds.requests.slice(n);
+
+  beforeAll(async () => {
+    tds = await startTdsWire({
+      users: { reporter: 'pw' },
+      databases: ['sales'],
+      respond: (q, params) => {
+        if (q.includes('SERVERPROPERTY'))
+          return { columns: [{ name: 'v', type: 'nvarchar' }], rows: [['16.0.4165.4']] };
+        if (q === 'SELECT SCHEMA_NAME() AS s')
+          return { columns: [{ name: 's', type: 'nvarchar' }], rows: [['dbo']] };
+        if (q === MSSQL_INTROSPECTION.columns.trim())
+          return {
+            columns: [
+              { name: 'schema', type: 'nvarchar' },
+              { name: 'name', type: 'nvarchar' },
+              { name: 'kind', type: 'nvarchar' },
+              { name: 'col', type: 'nvarchar' },
+              { name: 'type', type: 'nvarchar' },
+              { name: 'max_length', type: 'int' },
+              { name: 'precision', type: 'int' },
+              { name: 'scale', type: 'int' },
+              { name: 'nullable', type: 'bit' },
+              { name: 'estimate', type: 'bigint' },
+            ],
+            rows: [
+              ['dbo', 'items', 'U ', 'id', 'int', 4, 10, 0, false, '3000'],
+              ['dbo', 'items', 'U ', 'amount', 'decimal', 17, 30, 10, true, '3000'],
+            ],
+          };
+        if (q === MSSQL_INTROSPECTION.primaryKeys.trim())
+          return {
+            columns: [
+              { name: 'schema', type: 'nvarchar' },
+              { name: 'name', type: 'nvarchar' },
+              { name: 'col', type: 'nvarchar' },
+            ],
+            rows: [['dbo', 'items', 'id']],
+          };
+        if (q === MSSQL_INTROSPECTION.foreignKeys.trim())
+          return { columns: [{ name: 'fk', type: 'nvarchar' }], rows: [] };
+        if (q.includes('FROM items')) {
+          const min = typeof params[0] === 'number' ? params[0] : 0;
+          return { columns: itemColumns, rows: items.filter((r) => (r[0] as number) > min) };
+        }
+        if (q.includes('FROM slow')) return { hang: true };
+        if (q.includes('FROM nope'))
+          return { error: { number: 208, message: "Invalid object name 'nope'." } };
+        if (q.includes('FROM secret'))
+          return {
+            error: {
+              number: 229,
+              message:
+                "The SELECT permission was denied on the object 'secret', database 'sales', schema 'dbo'.",
+              class: 14,
+            },
+          };
+        return undefined;
+      },
+    });
+  });
+  afterAll(async () => {
+    await closeAllDrivers();
+    await tds.stop();
+  });
+
+  it('logs in with the user and database, pings and reports the version', async () => {
+    const r = await (await driverFor(t())).ping();
+    expect(r.serverVersion).toBe('16.0.4165.4');
+    expect(tds.requests.find((x) => x.kind === 'login')).toMatchObject({
+      user: 'reporter',
+      database: 'sales',
+    });
+  });
+
+  it('binds @p1 through sp_executesql, normalizes values, and rolls back the transaction it opened', async () => {
+    const n = tds.requests.length;
+    const r = await runReadOnly(t(), 'SELECT * FROM items WHERE id > @p1', { params: [2999] });
+    expect(r.rows).toEqual([
+      {
+        id: 3000,
+        big: '9007199254740993',
+        amount: '12.5',
+        at: '2024-03-01T10:20:30.123',
+        raw: 'AQL/',
+        note: 'x'.repeat(50),
+        flag: false,
+      },
+    ]);
+    const seen = since(n);
+    expect(seen.find((x) => x.kind === 'rpc' && x.sql?.includes('FROM items'))).toMatchObject({
+      declarations: '@p1 int',
+      params: [2999],
+    });
+    expect(seen.filter((x) => x.kind === 'transaction').map((x) => x.transaction)).toEqual([
+      'begin',
+      'rollback',
+    ]);
+  });
+
+  it('stops a large result at maxRows + 1 by cancelling the request (attention), and the pool keeps working', async () => {
+    const n = tds.requests.length;
+    const r = await runReadOnly(t(), 'SELECT * FROM items', { maxRows: 5 });
+    expect(r.rows.map((x) => x.id)).toEqual([1, 2, 3, 4, 5]);
+    expect(r.truncated).toBe(true);
+    expect(since(n).some((x) => x.kind === 'attention')).toBe(true);
+    expect(
+      (await runReadOnly(t(), 'SELECT * FROM items WHERE id > @p1', { params: [2998] })).rows,
+    ).toHaveLength(2);
+  });
+
+  it('stops at the byte cap', async () => {
+    const r = await runReadOnly(t(), 'SELECT * FROM items', { maxBytes: 2000 });
+    expect(r.rows.length).toBeGreaterThan(0);
+    expect(r.rows.length).toBeLessThan(20);
+    expect(r.truncated).toBe(true);
+  });
+
+  it('a request past the statement timeout is cancelled and answered 504 QUERY_TIMEOUT', async () => {
+    const n = tds.requests.length;
+    const e = await failure(runReadOnly(t(), 'SELECT * FROM slow', { timeoutMs: 300 }));
+    expect(e).toMatchObject({ status: 504, code: 'QUERY_TIMEOUT' });
+    expect(since(n).some((x) => x.kind === 'attention')).toBe(true);
+    expect(
+      (await runReadOnly(t(), 'SELECT * FROM items WHERE id > @p1', { params: [2999] })).rows,
+    ).toHaveLength(1);
+  });
+
+  it('server errors become 422 QUERY_FAILED with the error number (208), and 229 diagnoses as PERMISSION', async () => {
+    const e = await failure(runReadOnly(t(), 'SELECT * FROM nope'));
+    expect(e).toMatchObject({ status: 422, code: 'QUERY_FAILED', details: { code: '208' } });
+    expect(e.message).toContain("Invalid object name 'nope'");
+    const d = await driverFor(t());
+    const err = await d
+      .query('SELECT * FROM secret', { maxRows: 1, maxBytes: 1e4, timeoutMs: 5000 })
+      .catch((x) => x);
+    const { diagnose } = await import('../../shared/connections/diagnosis');
+    expect(diagnose(err, t(), 'QUERY')).toMatchObject({ stage: 'PERMISSION', fault: 'user' });
+  });
+
+  it('introspects through the catalog queries', async () => {
+    const s = await (await driverFor(t())).introspect();
+    expect(s.tables).toEqual([
+      {
+        name: 'items',
+        schema: 'dbo',
+        kind: 'table',
+        columns: [
+          { name: 'id', type: 'int', nullable: false, primaryKey: true },
+          { name: 'amount', type: 'decimal(30,10)', nullable: true, primaryKey: false },
+        ],
+        primaryKey: ['id'],
+        foreignKeys: [],
+        rowEstimate: 3000,
+      },
+    ]);
+  });
+
+  it('a write that slipped past the guard is still rolled back, never committed', async () => {
+    const n = tds.requests.length;
+    await (await driverFor(t())).query('DELETE FROM items', { maxRows: 1, maxBytes: 1e4, timeoutMs: 5000 });
+    const tx = since(n)
+      .filter((x) => x.kind === 'transaction')
+      .map((x) => x.transaction);
+    expect(tx).toEqual(['begin', 'rollback']);
+  });
+
+  it('login failures: wrong password is AUTH (18456), unknown database is DATABASE (4060)', async () => {
+    const bad = await failure(runReadOnly(t({ id: 'tds-badpw', password: 'wrong' }), 'SELECT 1 AS x'));
+    expect(bad.code).toBe('CONNECTION_FAILED');
+    expect((bad.details as { diagnosis: Diagnosis }).diagnosis).toMatchObject({
+      stage: 'AUTH',
+      title: 'Login failed',
+    });
+    const db = await failure(runReadOnly(t({ id: 'tds-baddb', database: 'nosuch' }), 'SELECT 1 AS x'));
+    expect((db.details as { diagnosis: Diagnosis }).diagnosis).toMatchObject({
+      stage: 'DATABASE',
+      title: 'Database not found',
+    });
+  });
+
+  it('sslEnabled refuses a server that offers no TLS, before any credentials are sent', async () => {
+    const logins = tds.requests.filter((x) => x.kind === 'login').length;
+    const e = await failure(runReadOnly(t({ id: 'tds-tls', sslEnabled: true }), 'SELECT 1 AS x'));
+    expect(e.code).toBe('CONNECTION_FAILED');
+    expect((e.details as { diagnosis: Diagnosis }).diagnosis).toMatchObject({
+      stage: 'TLS',
+      title: 'The server does not accept TLS',
+    });
+    expect(tds.requests.filter((x) => x.kind === 'login').length).toBe(logins);
   });
 });
 

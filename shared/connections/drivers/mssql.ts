@@ -20,9 +20,42 @@ export interface MssqlColumn {
   scale?: number;
 }
 
+export class TlsNotOfferedError extends Error {
+  readonly code = 'ENOTLS';
+  constructor(host: string) {
+    super(`The server does not support encryption: ${host} offered no TLS, and sslEnabled requires it.`);
+    this.name = 'TlsNotOfferedError';
+  }
+}
+
+/**
+ * tedious treats `encrypt: true` as a request: when the server's PRELOGIN answers ENCRYPT_NOT_SUP it
+ * logs in without TLS (credentials in clear, open to a downgrade by anyone on the path). With
+ * sslEnabled we refuse that: before TLS negotiation each connection checks what the server offered
+ * and fails unless it is ON or REQ. If tedious ever renames the hook, connecting fails closed.
+ */
+export function requireTls(connection: unknown, host: string): void {
+  const c = connection as {
+    performTlsNegotiation?: (payload: { encryptionString?: string }, signal: unknown) => Promise<void>;
+  };
+  const original = c.performTlsNegotiation;
+  if (typeof original !== 'function') {
+    c.performTlsNegotiation = async () => {
+      throw new Error('Cannot verify TLS with this version of tedious; refusing to connect with sslEnabled.');
+    };
+    return;
+  }
+  c.performTlsNegotiation = async function (this: unknown, payload, signal) {
+    if (payload?.encryptionString !== 'ON' && payload?.encryptionString !== 'REQ')
+      throw new TlsNotOfferedError(host);
+    return original.call(this, payload, signal);
+  };
+}
+
 /** The pool configuration for a target (exported for tests; never logged: it holds the password). */
 export function mssqlConfig(target: ConnectionTarget): sql.config {
   return {
+    ...(target.sslEnabled ? { beforeConnect: (conn: unknown) => requireTls(conn, target.host) } : {}),
     server: target.host,
     port: target.port ?? 1433,
     database: target.database || undefined,
