@@ -2,7 +2,12 @@ import { AppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 import type { AuthContext } from './context';
 import { hashKey, looksLikeKey } from './key-material';
-import { authStore } from './store';
+import { authStore, type KeyRecord } from './store';
+
+const unauthorized = (resourceMetadataUrl: string, message: string) =>
+  new AppError(401, 'UNAUTHORIZED', message, undefined, {
+    'WWW-Authenticate': `Bearer resource_metadata="${resourceMetadataUrl}"`,
+  });
 
 /**
  * Resolves `Authorization: Bearer lp_…` to the caller. Every failure is the same 401 (with the
@@ -13,10 +18,19 @@ export async function authenticate(
   resourceMetadataUrl: string,
   now = new Date(),
 ): Promise<AuthContext> {
-  const fail = (message: string) =>
-    new AppError(401, 'UNAUTHORIZED', message, undefined, {
-      'WWW-Authenticate': `Bearer resource_metadata="${resourceMetadataUrl}"`,
-    });
+  return callerOf(await liveKey(authorization, resourceMetadataUrl, now), resourceMetadataUrl, now);
+}
+
+/**
+ * The first half of authenticate: the live key record (revoked and expired keys fail), read on every
+ * request. Callers may start work that needs only the organization before calling callerOf.
+ */
+export async function liveKey(
+  authorization: string | undefined,
+  resourceMetadataUrl: string,
+  now = new Date(),
+): Promise<KeyRecord> {
+  const fail = (message: string) => unauthorized(resourceMetadataUrl, message);
   if (!authorization) throw fail('Missing Authorization header: send "Authorization: Bearer <API key>".');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match) throw fail('Malformed Authorization header: expected "Bearer <API key>".');
@@ -25,8 +39,17 @@ export async function authenticate(
   const record = await authStore.findKeyByHash(hashKey(key));
   if (!record || record.revokedAt) throw fail('Invalid API key.');
   if (record.expiresAt && Date.parse(record.expiresAt) <= now.getTime()) throw fail('API key has expired.');
+  return record;
+}
+
+/** The second half of authenticate: the key's user (read on every request) and, once a minute, lastUsedAt. */
+export async function callerOf(
+  record: KeyRecord,
+  resourceMetadataUrl: string,
+  now = new Date(),
+): Promise<AuthContext> {
   const user = await authStore.getUser(record.orgId, record.userId);
-  if (!user) throw fail('Invalid API key.');
+  if (!user) throw unauthorized(resourceMetadataUrl, 'Invalid API key.');
   if (!record.lastUsedAt || Date.parse(record.lastUsedAt) < now.getTime() - 60_000) {
     await authStore
       .touchKey(record, now)
@@ -42,5 +65,8 @@ export async function authenticate(
   };
 }
 
-export const hasScope = (ctx: AuthContext, scope: string) =>
-  ctx.scopes.includes('*') || ctx.scopes.includes(scope);
+/** Whether a list of key scopes grants `scope` (`*` grants every scope). */
+export const scopesAllow = (scopes: string[], scope: string) =>
+  scopes.includes('*') || scopes.includes(scope);
+
+export const hasScope = (ctx: AuthContext, scope: string) => scopesAllow(ctx.scopes, scope);

@@ -1,21 +1,26 @@
 import type { MiddlewareObj } from '@middy/core';
-import { authenticate, hasScope } from '../../auth/authenticate';
+import { callerOf, hasScope, liveKey, scopesAllow } from '../../auth/authenticate';
 import { forbidden } from '../../platform/errors';
+import { beginOrgRateLimit } from './rate-limit';
 import { type HttpRequest, headerOf } from './state';
 
 export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/oauth-protected-resource`;
 
-/** Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). */
+/**
+ * Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). Once the
+ * key is known (and grants the route's scope), the organization's rate-limit count starts alongside the
+ * user lookup; orgRateLimit awaits it.
+ */
 export function auth(): MiddlewareObj {
   return {
     before: async (request) => {
       const req = request as unknown as HttpRequest;
       const spec = req.state.route!.spec;
       if (spec.auth === 'none') return;
-      const ctx = await authenticate(
-        headerOf(req.event, 'authorization'),
-        resourceMetadataUrl(req.state.baseUrl),
-      );
+      const metadataUrl = resourceMetadataUrl(req.state.baseUrl);
+      const key = await liveKey(headerOf(req.event, 'authorization'), metadataUrl);
+      if (!spec.scope || scopesAllow(key.scopes, spec.scope)) beginOrgRateLimit(req, key.orgId);
+      const ctx = await callerOf(key, metadataUrl);
       if (spec.scope && !hasScope(ctx, spec.scope))
         throw forbidden(`This API key lacks the "${spec.scope}" scope required for this operation.`);
       if (spec.admin && ctx.role !== 'admin') throw forbidden('This operation requires an admin.');

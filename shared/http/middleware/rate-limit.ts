@@ -18,6 +18,20 @@ export function discoveryRateLimit(): MiddlewareObj {
   };
 }
 
+const isDiscovery = (spec: { path: string; method: string }) => spec.path === '/' && spec.method === 'GET';
+
+/**
+ * Starts this request's count in the organization's shared window. auth calls it as soon as the key is
+ * known, so that the count runs alongside the user lookup; orgRateLimit awaits it. A request that then
+ * fails authentication (its user is gone) or lacks admin rights ignores the count (it still counted).
+ */
+export function beginOrgRateLimit(req: HttpRequest, orgId: string): void {
+  if (isDiscovery(req.state.route!.spec)) return;
+  const count = hitSharedLimit(orgId, 'all', config().LOUPE_ORG_RATE_LIMIT);
+  count.catch(() => {}); // awaited by orgRateLimit; ignored when the request ends before it
+  req.state.orgLimit = { orgId, count };
+}
+
 /**
  * Every other authenticated route is limited per organization in the shared store (so the limit holds
  * across instances), and AI routes against a second, smaller bucket as well.
@@ -28,9 +42,13 @@ export function orgRateLimit(): MiddlewareObj {
       const req = request as unknown as HttpRequest;
       const spec = req.state.route!.spec;
       const ctx = req.state.ctx;
-      if (!ctx || (spec.path === '/' && spec.method === 'GET')) return;
+      if (!ctx || isDiscovery(spec)) return;
       const cfg = config();
-      Object.assign(req.state.headers, await hitSharedLimit(ctx.orgId, 'all', cfg.LOUPE_ORG_RATE_LIMIT));
+      const started = req.state.orgLimit?.orgId === ctx.orgId ? req.state.orgLimit.count : undefined;
+      Object.assign(
+        req.state.headers,
+        await (started ?? hitSharedLimit(ctx.orgId, 'all', cfg.LOUPE_ORG_RATE_LIMIT)),
+      );
       if (spec.ai)
         Object.assign(req.state.headers, await hitSharedLimit(ctx.orgId, 'ai', cfg.LOUPE_AI_RATE_LIMIT));
     },

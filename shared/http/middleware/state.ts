@@ -13,6 +13,8 @@ export interface RequestState {
   body?: unknown;
   hasBody?: boolean;
   ctx?: AuthContext;
+  /** The organization rate-limit count started by auth once the key is known (awaited by orgRateLimit). */
+  orgLimit?: { orgId: string; count: Promise<Record<string, string>> };
   validated?: { params: unknown; query: unknown; body: unknown };
   baseUrl: string;
   sourceIp: string;
