@@ -2,7 +2,7 @@ import type { AuthContext } from '../auth/context';
 import { AppError, isAppError, validationError } from '../platform/errors';
 import { loadConnection } from './connections';
 import type { DbType, QueryResult } from './drivers/types';
-import { type QueryStatus, recordQuery } from './history';
+import { type QueryStatus, startQueryRecord } from './history';
 import { runReadOnly } from './run';
 import { targetFor } from './target';
 
@@ -57,6 +57,8 @@ export async function executeReadOnly(
       { connectionId, lastErrorDiagnosis: conn.lastErrorDiagnosis },
     );
   const target = await targetFor(conn);
+  // The history's sequence number is taken alongside the statement; the entry is written before answering.
+  const record = startQueryRecord(ctx.orgId, connectionId);
   const base = {
     connectionId,
     source: input.source,
@@ -72,7 +74,7 @@ export async function executeReadOnly(
       params: input.params,
       readOnly: true,
     });
-    await recordQuery(ctx.orgId, {
+    await record.write({
       ...base,
       status: 'SUCCESS',
       rowCount: result.rowCount,
@@ -83,7 +85,7 @@ export async function executeReadOnly(
     });
     return result;
   } catch (e) {
-    await recordQuery(ctx.orgId, {
+    await record.write({
       ...base,
       status: statusOf(e),
       rowCount: null,

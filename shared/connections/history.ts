@@ -12,6 +12,9 @@ import { connPk } from './store';
  *  ORG#o#CONN#c / QHSEQ        counter: `seq`, the number of entries ever recorded (the list's total)
  *  ORG#o#CONN#c / QH#<seq>     one execution, zero-padded sequence so sort order is execution order
  * A page (newest first) is one Query over a sequence range.
+ * executeReadOnly takes the sequence number when the statement starts (the counter update runs alongside
+ * the statement) and writes the entry before it answers: entries are numbered in the order executions
+ * started, and an execution still running is already counted in the total.
  */
 export type QueryStatus = 'SUCCESS' | 'FAILED' | 'REJECTED' | 'TIMEOUT';
 export type QuerySource = 'query' | 'widget' | 'saved_query' | 'metric' | 'chat';
@@ -41,17 +44,32 @@ export async function recordQuery(
   orgId: string,
   entry: Omit<QueryHistoryEntry, 'id' | 'sequence' | 'createdAt'>,
 ): Promise<void> {
-  try {
-    const pk = connPk(orgId, entry.connectionId);
-    const seq = await db.increment(pk, COUNTER, 'seq');
-    const rec: QueryHistoryEntry = { id: newId(), sequence: seq, createdAt: nowIso(), ...entry };
-    await db.put({ pk, sk: entrySk(seq), kind: 'query', ...rec });
-  } catch (e) {
-    logger().error('Recording query history failed', {
-      connectionId: entry.connectionId,
-      error: (e as Error).message,
-    });
-  }
+  await startQueryRecord(orgId, entry.connectionId).write(entry);
+}
+
+/**
+ * Starts recording one execution: the sequence number is taken now, concurrently with whatever the
+ * caller does next; `write` stores the entry under it once the outcome is known. Every started record
+ * must be written (a number without an entry would count in the total). Failures are logged, never thrown.
+ */
+export function startQueryRecord(orgId: string, connectionId: string) {
+  const pk = connPk(orgId, connectionId);
+  const seq = db.increment(pk, COUNTER, 'seq');
+  seq.catch(() => {}); // reported by write
+  return {
+    async write(entry: Omit<QueryHistoryEntry, 'id' | 'sequence' | 'createdAt'>): Promise<void> {
+      try {
+        const sequence = await seq;
+        const rec: QueryHistoryEntry = { id: newId(), sequence, createdAt: nowIso(), ...entry };
+        await db.put({ pk, sk: entrySk(sequence), kind: 'query', ...rec });
+      } catch (e) {
+        logger().error('Recording query history failed', {
+          connectionId: entry.connectionId,
+          error: (e as Error).message,
+        });
+      }
+    },
+  };
 }
 
 export async function listQueryHistory(ctx: AuthContext, connectionId: string, q: PageQuery) {
