@@ -40,8 +40,10 @@ export async function executeReadOnly(
   ctx: AuthContext,
   connectionId: string,
   input: ExecuteInput,
+  /** The route's prefetchConnection, if it has one (see loadConnection). */
+  prefetched?: Promise<unknown>,
 ): Promise<QueryResult> {
-  const conn = await loadConnection(ctx, connectionId);
+  const conn = await loadConnection(ctx, connectionId, prefetched);
   if (input.sql.length > MAX_SQL_CHARS)
     throw validationError(`SQL text is limited to ${MAX_SQL_CHARS.toLocaleString('en-US')} characters.`);
   if (!input.sql.trim()) throw validationError('SQL text is empty.');

@@ -46,6 +46,7 @@ async function dispatch(req: HttpRequest) {
     baseUrl: state.baseUrl,
     headers: req.event.headers ?? {},
     event: req.event,
+    prefetched: state.prefetched?.orgId === state.ctx?.orgId ? state.prefetched?.value : undefined,
   } as never);
   const headers = { ...state.headers, ...(reply.headers ?? {}) };
   if (reply.raw)

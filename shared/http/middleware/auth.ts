@@ -8,9 +8,23 @@ export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/
 
 /**
  * Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). Once the
- * key is known (and grants the route's scope), the organization's rate-limit count starts alongside the
- * user lookup; orgRateLimit awaits it.
+ * key is known (and grants the route's scope), the organization's rate-limit count and the route's
+ * prefetch start alongside the user lookup; orgRateLimit and the route await them.
  */
+/** Starts the route's prefetch (if any); a request that ends before using it ignores its outcome. */
+function beginPrefetch(req: HttpRequest, orgId: string): void {
+  const prefetch = req.state.route!.prefetch;
+  if (!prefetch) return;
+  let value: Promise<unknown>;
+  try {
+    value = prefetch(orgId, req.state.rawParams ?? {});
+  } catch (e) {
+    value = Promise.reject(e);
+  }
+  value.catch(() => {});
+  req.state.prefetched = { orgId, value };
+}
+
 export function auth(): MiddlewareObj {
   return {
     before: async (request) => {
@@ -19,7 +33,10 @@ export function auth(): MiddlewareObj {
       if (spec.auth === 'none') return;
       const metadataUrl = resourceMetadataUrl(req.state.baseUrl);
       const key = await liveKey(headerOf(req.event, 'authorization'), metadataUrl);
-      if (!spec.scope || scopesAllow(key.scopes, spec.scope)) beginOrgRateLimit(req, key.orgId);
+      if (!spec.scope || scopesAllow(key.scopes, spec.scope)) {
+        beginOrgRateLimit(req, key.orgId);
+        beginPrefetch(req, key.orgId);
+      }
       const ctx = await callerOf(key, metadataUrl);
       if (spec.scope && !hasScope(ctx, spec.scope))
         throw forbidden(`This API key lacks the "${spec.scope}" scope required for this operation.`);
