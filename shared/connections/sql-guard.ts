@@ -210,10 +210,33 @@ const readPragmas = new Set([
 const describe = (kind: string) => kind.toUpperCase().replace(/_/g, ' ');
 
 /**
+ * Statements this instance already verified as reads, by type and text (the guard depends on nothing
+ * else), so that a repeated statement (dashboards, saved queries, polling clients) is not parsed again.
+ * Only reads are kept; refusals are decided afresh. Bounded in entries and statement length.
+ */
+const verified = new Map<string, ReadKind>();
+const MAX_VERIFIED = 500;
+const MAX_VERIFIED_CHARS = 4000;
+
+/**
  * Throws 400 READ_ONLY_VIOLATION unless `text` is exactly one read statement for `type`.
  * Returns what kind of read it is (drivers use it to pick a cursor or a plain query).
  */
 export function assertReadOnly(type: DbType, text: string): ReadStatement {
+  const memo = typeof text === 'string' && text.length <= MAX_VERIFIED_CHARS;
+  // NUL separates the parts: a statement containing NUL is always refused, so keys never collide.
+  const key = memo ? `${type}\u0000${text}` : '';
+  const known = memo ? verified.get(key) : undefined;
+  if (known) return { kind: known };
+  const statement = verify(type, text);
+  if (memo) {
+    if (verified.size >= MAX_VERIFIED) verified.delete(verified.keys().next().value as string);
+    verified.set(key, statement.kind);
+  }
+  return statement;
+}
+
+function verify(type: DbType, text: string): ReadStatement {
   if (typeof text !== 'string' || text.trim() === '')
     throw validationError(type === 'MONGODB' ? 'The query is empty.' : 'The SQL statement is empty.');
   if (text.includes('\u0000'))

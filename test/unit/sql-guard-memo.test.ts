@@ -1,0 +1,49 @@
+import pgParser from 'node-sql-parser/build/postgresql';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { assertReadOnly } from '../../shared/connections/sql-guard';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const astify = () =>
+  vi.spyOn(
+    (pgParser as unknown as { Parser: { prototype: { astify(): unknown } } }).Parser.prototype,
+    'astify',
+  );
+
+describe('the read-only guard remembers verified reads', () => {
+  it('parses a repeated read once and answers the same kind', () => {
+    const spy = astify();
+    const sql = 'SELECT id, total FROM guard_memo_orders WHERE total > 10';
+    expect(assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
+    expect(assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
+    expect(assertReadOnly('POSTGRES', `${sql} `)).toEqual({ kind: 'select' });
+    expect(spy).toHaveBeenCalledTimes(2);
+  });
+
+  it('refuses a refused statement every time', () => {
+    for (let i = 0; i < 3; i++)
+      expect(() => assertReadOnly('POSTGRES', 'SELECT 1; DELETE FROM guard_memo_orders')).toThrow(
+        expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
+      );
+  });
+
+  it('keeps verdicts per database type', () => {
+    const pragma = 'PRAGMA table_info(guard_memo_orders)';
+    expect(assertReadOnly('SQLITE', pragma)).toEqual({ kind: 'pragma' });
+    expect(() => assertReadOnly('POSTGRES', pragma)).toThrow(
+      expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
+    );
+    expect(() => assertReadOnly('POSTGRES', pragma)).toThrow(
+      expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
+    );
+  });
+
+  it('does not let a caller change a remembered verdict', () => {
+    const sql = 'SELECT 2 AS guard_memo';
+    const first = assertReadOnly('POSTGRES', sql);
+    (first as { kind: string }).kind = 'pragma';
+    expect(assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
+  });
+});
