@@ -264,6 +264,16 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
         req.arrayRowMode = true;
         await new Promise<void>((resolve, reject) => {
           let stopped = false;
+          let failed: unknown;
+          let settled = false;
+          // The request is finished only at 'done' (which follows 'error' in stream mode): rolling back
+          // earlier fails with "request in progress" and would leave the connection checked out.
+          const settle = () => {
+            if (settled) return;
+            settled = true;
+            if (failed) reject(failed);
+            else resolve();
+          };
           req.on('recordset', (cols: MssqlColumn[]) => {
             if (columns.length === 0) {
               meta = cols;
@@ -282,13 +292,13 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
             }
           });
           req.on('error', (e: { code?: string }) => {
-            if (stopped && e?.code === 'ECANCEL') return resolve();
-            stopped = true;
-            reject(e);
+            if (!(stopped && e?.code === 'ECANCEL')) failed ??= e;
+            // Safety net: settle even if a broken connection never reports 'done'.
+            setTimeout(settle, 2_000).unref();
           });
           req.on('done', (r: { rowsAffected?: number[] }) => {
             affected = r?.rowsAffected?.reduce((a, b) => a + b, 0);
-            resolve();
+            settle();
           });
           req.query(text);
         });
