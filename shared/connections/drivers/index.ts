@@ -17,6 +17,13 @@ interface Entry {
 
 const drivers = new Map<string, Entry>();
 
+/** Closes a driver without letting a stuck client hold up the caller for more than a few seconds. */
+const closeSoon = (driver: Promise<Driver>) =>
+  Promise.race([
+    driver.then((d) => d.close()).catch(() => {}),
+    new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref()),
+  ]);
+
 const fingerprint = (t: ConnectionTarget) =>
   JSON.stringify([t.version, t.type, t.host, t.port, t.database, t.username, t.password, t.sslEnabled]);
 
@@ -45,7 +52,7 @@ export async function driverFor(target: ConnectionTarget): Promise<Driver> {
   if (existing && existing.fingerprint === fp) return existing.driver;
   if (existing) {
     drivers.delete(target.id);
-    void existing.driver.then((d) => d.close()).catch(() => {});
+    void closeSoon(existing.driver);
   }
   const entry: Entry = { fingerprint: fp, driver: create(target) };
   drivers.set(target.id, entry);
@@ -60,14 +67,14 @@ export async function closeDriver(connectionId: string): Promise<void> {
   const entry = drivers.get(connectionId);
   if (!entry) return;
   drivers.delete(connectionId);
-  await entry.driver.then((d) => d.close()).catch(() => {});
+  await closeSoon(entry.driver);
 }
 
 /** Closes every pool (process shutdown, tests). */
 export async function closeAllDrivers(): Promise<void> {
   const all = [...drivers.values()];
   drivers.clear();
-  await Promise.all(all.map((e) => e.driver.then((d) => d.close()).catch(() => {})));
+  await Promise.all(all.map((e) => closeSoon(e.driver)));
 }
 
 /**
