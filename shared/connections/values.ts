@@ -143,7 +143,8 @@ export class RowCollector {
   /** Exact JSON bytes of rows[0, measured) (each row + 1 for its comma), plus the brackets. */
   private bytes = 2;
   private measured = 0;
-  /** An upper bound of the JSON bytes of rows[measured, length). */
+  /** Upper bounds of the JSON bytes (+ 1) of rows[measured, length), and their sum. */
+  private readonly bounds: number[] = [];
   private pending = 0;
 
   constructor(
@@ -152,10 +153,11 @@ export class RowCollector {
   ) {}
 
   /**
-   * Rows are serialized only when the cap might be reached: while the exact bytes so far plus an upper
-   * bound of the unmeasured rows stay under maxBytes, a row is taken without JSON.stringify. Near the cap
-   * the unmeasured rows are measured exactly, so a row is taken exactly when the exact JSON of all rows
-   * taken so far, plus this row, fits.
+   * Rows are serialized only when the cap might be reached: while the exact bytes so far plus upper
+   * bounds of the unmeasured rows stay under maxBytes, a row is taken without JSON.stringify. Otherwise
+   * the oldest unmeasured rows are measured exactly until the bounds fit, or all of them are and this
+   * row is measured too; so a row is taken exactly when the exact JSON of all rows so far, plus this
+   * row, fits.
    */
   add(row: Record<string, unknown>): boolean {
     if (this.truncated) return false;
@@ -164,22 +166,32 @@ export class RowCollector {
       return false;
     }
     const bound = jsonBound(row);
-    if (bound >= 0 && this.bytes + this.pending + bound + 1 <= this.maxBytes) {
-      this.pending += bound + 1;
-      this.rows.push(row);
-      return true;
+    if (bound >= 0) {
+      while (this.bytes + this.pending + bound + 1 > this.maxBytes && this.measured < this.rows.length)
+        this.measureOne();
+      if (this.bytes + this.pending + bound + 1 <= this.maxBytes) {
+        this.pending += bound + 1;
+        this.bounds.push(bound + 1);
+        this.rows.push(row);
+        return true;
+      }
     }
-    for (; this.measured < this.rows.length; this.measured++)
-      this.bytes += Buffer.byteLength(JSON.stringify(this.rows[this.measured])) + 1;
-    this.pending = 0;
+    while (this.measured < this.rows.length) this.measureOne();
     const size = Buffer.byteLength(JSON.stringify(row)) + 1;
     if (this.bytes + size > this.maxBytes) {
       this.truncated = true;
       return false;
     }
     this.bytes += size;
+    this.bounds.push(0);
     this.rows.push(row);
     this.measured = this.rows.length;
     return true;
+  }
+
+  private measureOne(): void {
+    const i = this.measured++;
+    this.pending -= this.bounds[i];
+    this.bytes += Buffer.byteLength(JSON.stringify(this.rows[i])) + 1;
   }
 }
