@@ -91,6 +91,18 @@ describe.skipIf(!db)('MariaDB driver (mysql2 adapter)', () => {
     });
   });
 
+  it('binds ? parameters as a prepared statement and normalizes values the same way', async () => {
+    const sql = `SELECT big, amount, created, day, local_dt, raw FROM ${T} WHERE id = ?`;
+    const bound = await runReadOnly(target(), sql, { params: [1] });
+    const plain = await runReadOnly(target(), sql.replace('?', '1'));
+    expect(bound.rows).toEqual(plain.rows);
+    expect(bound.rows[0]).toMatchObject({
+      big: '9007199254740994',
+      created: '2024-03-01T10:20:30.123Z',
+      day: '2024-03-01',
+    });
+  });
+
   it('binds ? parameters', async () => {
     const r = await runReadOnly(target(), `SELECT count(*) AS n FROM ${T} WHERE id > ? AND label = ?`, {
       params: [25, 'row'],

@@ -126,12 +126,14 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
         await run(c, readOnly ? 'START TRANSACTION READ ONLY' : 'START TRANSACTION');
         const stoppedEarly = await new Promise<boolean>((resolve, reject) => {
           let settled = false;
-          const q = c.query({
+          // With parameters: a server-side prepared statement (values bound, never spliced into the text).
+          const command = {
             sql: text,
             values: opts.params,
             rowsAsArray: true,
             timeout: opts.timeoutMs + 5_000,
-          });
+          };
+          const q = opts.params?.length ? c.execute(command) : c.query(command);
           q.on('fields', (fields: { name: string }[] | undefined) => {
             if (fields) columns = uniqueColumns(fields.map((f) => f.name));
           });
