@@ -357,7 +357,9 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
     // Each failed request still rolls back and returns its connection: more failures than the pool
     // holds connections (3) leave it usable.
     for (let i = 0; i < 4; i++) await failure(runReadOnly(t(), 'SELECT * FROM nope'));
-    expect((await runReadOnly(t(), 'SELECT * FROM items WHERE id > @p1', { params: [2999] })).rows).toHaveLength(1);
+    expect(
+      (await runReadOnly(t(), 'SELECT * FROM items WHERE id > @p1', { params: [2999] })).rows,
+    ).toHaveLength(1);
     const d = await driverFor(t());
     const err = await d
       .query('SELECT * FROM secret', { maxRows: 1, maxBytes: 1e4, timeoutMs: 5000 })
