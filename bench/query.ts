@@ -8,6 +8,7 @@ import { generateKey } from '../shared/auth/key-material';
 import { closeAllDrivers } from '../shared/connections/drivers/index';
 import { resetConfig } from '../shared/platform/config';
 import { resetDocumentClient } from '../shared/platform/db/client';
+import { db } from '../shared/platform/db/store';
 import { resetEncryption } from '../shared/platform/encryption';
 import { startPostgres } from '../test/support/databases';
 import { type BenchModule, median, ms } from './context';
@@ -217,7 +218,17 @@ export const query: BenchModule = {
           `${target}: ${over ? 'OVER TARGET' : 'ok'}`,
         ]);
       }
+      // For scale: one store round trip (GetItem through the service's own document client, dynalite in
+      // this process). The query path makes six store calls (key, user, rate count, connection, history
+      // sequence, history entry) in four sequential steps.
+      const store: number[] = [];
+      for (let i = 0; i < 120; i++) {
+        const started = performance.now();
+        await db.get('BENCH#none', 'none');
+        if (i >= 20) store.push(performance.now() - started);
+      }
       notes.push(
+        `one store round trip (GetItem via the service's document client to the local dynalite): median ${ms(median(store))}, p95 ${ms(p95(store))}. The query path makes 6 store calls (API key, user, org rate count, connection, history sequence, history entry) in 4 sequential steps.`,
         'API: POST /v1/connections/{id}/query over a keep-alive HTTP/1.1 socket to the local runtime in this process (auth, org rate limit, connection load, password decrypt, guard, pooled driver, query history), answer read as text.',
         'bare: pg.Pool in this process running the same SQL, then JSON.stringify(rows). Runs are interleaved, alternating which goes first; "median / p95" per side.',
         '"in driver" is the executionTime the API reports (the driver call: transaction, cursor, fetches, value normalization).',
