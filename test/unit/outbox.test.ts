@@ -1,32 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalStore, startLocalStore } from '../../infra/local/store';
-import { resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
+import { describe, expect, it } from 'vitest';
 import { db } from '../../shared/platform/db/store';
 import { listEvents, outbox } from '../../shared/platform/events';
 import { DynamoOutbox, EVENT_RETENTION_DAYS, eventSk } from '../../shared/platform/events/outbox';
 import { newId } from '../../shared/platform/ids';
+import { useTestStore } from '../support/store';
 
-const TABLE = 'loupe-outbox-test';
-const dir = mkdtempSync(join(tmpdir(), 'loupe-outbox-'));
-let store: LocalStore;
-
-beforeAll(async () => {
-  store = await startLocalStore(dir, TABLE);
-  process.env.LOUPE_RUNTIME = 'local';
-  process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
-  process.env.LOUPE_TABLE_NAME = TABLE;
-  resetConfig();
-  resetDocumentClient();
-});
-afterAll(async () => {
-  resetDocumentClient();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+useTestStore('outbox');
 
 describe('event outbox', () => {
   it('records an event as pending in the organization events partition, with a cleanup TTL', async () => {

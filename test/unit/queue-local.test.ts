@@ -1,30 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type LocalStore, startLocalStore } from '../../infra/local/store';
-import { resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { DEDUPE_WINDOW_MS, LocalQueue, retryDelaySeconds } from '../../shared/platform/queue/local';
 import type { WorkerDef } from '../../shared/platform/workers';
+import { useTestStore } from '../support/store';
 
-const TABLE = 'loupe-queue-local-test';
-const dir = mkdtempSync(join(tmpdir(), 'loupe-queue-local-'));
-let store: LocalStore;
-
-async function openStore() {
-  store = await startLocalStore(dir, TABLE);
-  process.env.LOUPE_RUNTIME = 'local';
-  process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
-  process.env.LOUPE_TABLE_NAME = TABLE;
-  resetConfig();
-  resetDocumentClient();
-}
-
-async function closeStore() {
-  resetDocumentClient();
-  await store.close();
-}
+const store = useTestStore('queue-local');
 
 const workers: WorkerDef[] = [
   { name: 'mailer', queue: { visibilityTimeoutSeconds: 30, maxReceiveCount: 3, batchSize: 10 } },
@@ -39,11 +18,6 @@ let n = 0;
 /** Each test uses its own queue name so that tests do not see each other's messages. */
 let name: string;
 
-beforeAll(openStore);
-afterAll(async () => {
-  await closeStore();
-  rmSync(dir, { recursive: true, force: true });
-});
 beforeEach(() => {
   q = new LocalQueue({ workers, now });
   name = `q${++n}`;
@@ -168,8 +142,8 @@ describe('local durable queue', () => {
 
   it('keeps a pending message across a restart of the store', async () => {
     await q.enqueue(name, { survives: 'restart' }, { delaySeconds: 5 });
-    await closeStore();
-    await openStore(); // a new dynalite on the same directory
+    await store.close();
+    await store.open(); // a new dynalite on the same directory
     clock += 5_000;
     const [m] = await new LocalQueue({ workers, now }).receive(name, settings);
     expect(JSON.parse(m.body)).toEqual({ survives: 'restart' });

@@ -1,34 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
-import { type LocalStore, startLocalStore } from '../../infra/local/store';
 import { failedIds, startWorkers, type WorkerHandler } from '../../infra/local/workers';
-import { resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
 import { LocalQueue } from '../../shared/platform/queue/local';
 import { queueWorker } from '../../shared/platform/queue/worker';
 import type { WorkerDef } from '../../shared/platform/workers';
+import { useTestStore } from '../support/store';
 
-const TABLE = 'loupe-queue-runtime-test';
-const dir = mkdtempSync(join(tmpdir(), 'loupe-queue-runtime-'));
-let store: LocalStore;
-
-beforeAll(async () => {
-  store = await startLocalStore(dir, TABLE);
-  process.env.LOUPE_RUNTIME = 'local';
-  process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
-  process.env.LOUPE_TABLE_NAME = TABLE;
-  resetConfig();
-  resetDocumentClient();
-});
-afterAll(async () => {
-  resetDocumentClient();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+useTestStore('queue-runtime');
 
 let n = 0;
 const queueDef = (maxReceiveCount = 3, batchSize = 10): WorkerDef => ({

@@ -1,10 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type LocalStore, startLocalStore } from '../../infra/local/store';
-import { resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { LocalQueue } from '../../shared/platform/queue/local';
 import {
   LocalScheduler,
@@ -13,23 +7,9 @@ import {
   type ScheduledInvocation,
 } from '../../shared/platform/scheduler/local';
 import type { WorkerDef } from '../../shared/platform/workers';
+import { useTestStore } from '../support/store';
 
-const TABLE = 'loupe-scheduler-local-test';
-const dir = mkdtempSync(join(tmpdir(), 'loupe-scheduler-local-'));
-let store: LocalStore;
-
-async function openStore() {
-  store = await startLocalStore(dir, TABLE);
-  process.env.LOUPE_RUNTIME = 'local';
-  process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
-  process.env.LOUPE_TABLE_NAME = TABLE;
-  resetConfig();
-  resetDocumentClient();
-}
-async function closeStore() {
-  resetDocumentClient();
-  await store.close();
-}
+const store = useTestStore('scheduler-local');
 
 const MIN = 60_000;
 let clock = Date.parse('2026-03-02T08:00:00Z');
@@ -50,11 +30,6 @@ async function takeInvocations(): Promise<ScheduledInvocation[]> {
   return msgs.map((m) => JSON.parse(m.body));
 }
 
-beforeAll(openStore);
-afterAll(async () => {
-  await closeStore();
-  rmSync(dir, { recursive: true, force: true });
-});
 beforeEach(async () => {
   queue = new LocalQueue({ workers: manifest, now });
   sched = new LocalScheduler({ workers: manifest, now, queue });
@@ -113,9 +88,9 @@ describe('local scheduler', () => {
     expect(await sched.fireDue()).toHaveLength(1); // a rate schedule starts at once
     await takeInvocations();
 
-    await closeStore();
+    await store.close();
     clock += 3 * 60 * MIN + 2 * MIN; // down for 3 h 2 min: 36 runs missed
-    await openStore();
+    await store.open();
     const restarted = new LocalScheduler({
       workers: manifest,
       now,
@@ -194,8 +169,8 @@ describe('local scheduler', () => {
       worker: 'runner',
       payload: { d: 1 },
     });
-    await closeStore();
-    await openStore();
+    await store.close();
+    await store.open();
     clock = Date.parse('2026-03-02T12:30:00Z');
     const fresh = new LocalScheduler({ workers: manifest, now, queue });
     const [fired] = await fresh.fireDue();
