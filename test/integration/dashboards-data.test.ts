@@ -1,12 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { db } from '../../shared/platform/db/store';
+import { openTestDatabases, type TestDatabases } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 const suffix = randomBytes(4).toString('hex');
@@ -20,74 +15,30 @@ const SALES: Array<[string, number]> = [
 /** Widget data on real databases, the per-widget result cache and its invalidation. */
 describe('widget data and the widget result cache', () => {
   let s: TestServer;
-  let pgClient: pg.Client;
-  let maria: mysql.Connection | undefined;
-  let sqliteDir: string;
-  let sqlite: DatabaseSync;
-  const conn: Record<string, string> = {};
-  const pgInfo = inject('postgres');
-  const mariaInfo = inject('mariadb');
+  let dbs: TestDatabases;
+  let conn: Record<string, string>;
   let dashId: string;
 
   beforeAll(async () => {
     s = await startTestServer();
-    pgClient = new pg.Client({ ...pgInfo, user: pgInfo.user, password: pgInfo.password });
-    await pgClient.connect();
-    await pgClient.query(`CREATE TABLE ${T} (region text, amount int)`);
-    for (const [r, a] of SALES) await pgClient.query(`INSERT INTO ${T} VALUES ($1, $2)`, [r, a]);
-    if (mariaInfo) {
-      maria = await mysql.createConnection({
-        host: mariaInfo.host,
-        port: mariaInfo.port,
-        user: mariaInfo.user,
-        password: mariaInfo.password,
-        database: mariaInfo.database,
-      });
-      await maria.query(`CREATE TABLE ${T} (region VARCHAR(20), amount INT)`);
-      for (const [r, a] of SALES) await maria.query(`INSERT INTO ${T} VALUES (?, ?)`, [r, a]);
+    dbs = await openTestDatabases(inject('postgres'), inject('mariadb'), 'sales.sqlite');
+    await dbs.pg.query(`CREATE TABLE ${T} (region text, amount int)`);
+    for (const [r, a] of SALES) await dbs.pg.query(`INSERT INTO ${T} VALUES ($1, $2)`, [r, a]);
+    if (dbs.maria) {
+      await dbs.maria.query(`CREATE TABLE ${T} (region VARCHAR(20), amount INT)`);
+      for (const [r, a] of SALES) await dbs.maria.query(`INSERT INTO ${T} VALUES (?, ?)`, [r, a]);
     }
-    sqliteDir = mkdtempSync(join(tmpdir(), 'loupe-dash-'));
-    sqlite = new DatabaseSync(join(sqliteDir, 'sales.sqlite'));
-    sqlite.exec(`CREATE TABLE ${T} (region TEXT, amount INTEGER)`);
-    for (const [r, a] of SALES) sqlite.prepare(`INSERT INTO ${T} VALUES (?, ?)`).run(r, a);
+    dbs.sqlite.exec(`CREATE TABLE ${T} (region TEXT, amount INTEGER)`);
+    for (const [r, a] of SALES) dbs.sqlite.prepare(`INSERT INTO ${T} VALUES (?, ?)`).run(r, a);
 
-    const make = async (body: Record<string, unknown>) => {
-      const r = await s.call('POST', '/connections', { body });
-      expect(r.status, r.text).toBe(201);
-      return r.body.data.id as string;
-    };
-    conn.POSTGRES = await make({
-      name: 'pg',
-      type: 'POSTGRES',
-      host: pgInfo.host,
-      port: pgInfo.port,
-      database: pgInfo.database,
-      username: pgInfo.user,
-      password: pgInfo.password,
-    });
-    if (mariaInfo)
-      conn.MARIADB = await make({
-        name: 'maria',
-        type: 'MARIADB',
-        host: mariaInfo.host,
-        port: mariaInfo.port,
-        database: mariaInfo.database,
-        username: mariaInfo.user,
-        password: mariaInfo.password,
-      });
-    conn.SQLITE = await make({ name: 'lite', type: 'SQLITE', database: join(sqliteDir, 'sales.sqlite') });
+    conn = await dbs.connect(s);
     const d = await s.call('POST', '/dashboards', { body: { title: `Sales ${suffix}` } });
     dashId = d.body.data.id;
   });
 
   afterAll(async () => {
     await s?.stop();
-    await pgClient?.query(`DROP TABLE IF EXISTS ${T}`);
-    await pgClient?.end();
-    await maria?.query(`DROP TABLE IF EXISTS ${T}`);
-    await maria?.end();
-    sqlite?.close();
-    if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
+    await dbs?.close(T);
   });
 
   const widget = async (body: Record<string, unknown>) => {
@@ -97,7 +48,7 @@ describe('widget data and the widget result cache', () => {
   };
   const data = (widgetId: string) => s.call('GET', `/dashboards/${dashId}/widgets/${widgetId}/data`);
   const addSale = async (region: string, amount: number) => {
-    await pgClient.query(`INSERT INTO ${T} VALUES ($1, $2)`, [region, amount]);
+    await dbs.pg.query(`INSERT INTO ${T} VALUES ($1, $2)`, [region, amount]);
   };
 
   it('returns the data of widgets of several types on PostgreSQL, MariaDB and SQLite', async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { db } from '../../shared/platform/db/store';
+import { createConnection, postgresConnection } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 const suffix = randomBytes(4).toString('hex');
@@ -14,19 +15,7 @@ describe('dashboards and widgets over HTTP', () => {
 
   beforeAll(async () => {
     s = await startTestServer();
-    const c = await s.call('POST', '/connections', {
-      body: {
-        name: 'pg',
-        type: 'POSTGRES',
-        host: pgInfo.host,
-        port: pgInfo.port,
-        database: pgInfo.database,
-        username: pgInfo.user,
-        password: pgInfo.password,
-      },
-    });
-    expect(c.status, c.text).toBe(201);
-    pgConn = c.body.data.id;
+    pgConn = await createConnection(s, postgresConnection(pgInfo));
   });
   afterAll(() => s?.stop());
 

@@ -1,12 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
+import { openTestDatabases, type TestDatabases } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 const suffix = randomBytes(4).toString('hex');
@@ -14,75 +9,25 @@ const T = `metric_orders_${suffix}`;
 
 describe('metrics over HTTP with real databases', () => {
   let s: TestServer;
-  let pgClient: pg.Client;
-  let maria: mysql.Connection | undefined;
-  let sqliteDir: string;
-  let sqlite: DatabaseSync;
-  const conn: Record<string, string> = {};
-  const pgInfo = inject('postgres');
-  const mariaInfo = inject('mariadb');
+  let dbs: TestDatabases;
+  let conn: Record<string, string>;
 
   beforeAll(async () => {
     s = await startTestServer();
-    pgClient = new pg.Client({
-      host: pgInfo.host,
-      port: pgInfo.port,
-      user: pgInfo.user,
-      password: pgInfo.password,
-      database: pgInfo.database,
-    });
-    await pgClient.connect();
-    await pgClient.query(`CREATE TABLE ${T} (id int, total int)`);
-    await pgClient.query(`INSERT INTO ${T} VALUES (1, 100), (2, 250), (3, 50)`);
-    if (mariaInfo) {
-      maria = await mysql.createConnection({
-        host: mariaInfo.host,
-        port: mariaInfo.port,
-        user: mariaInfo.user,
-        password: mariaInfo.password,
-        database: mariaInfo.database,
-      });
-      await maria.query(`CREATE TABLE ${T} (id INT, total INT)`);
-      await maria.query(`INSERT INTO ${T} VALUES (1, 7), (2, 8)`);
+    dbs = await openTestDatabases(inject('postgres'), inject('mariadb'), 'm.sqlite');
+    await dbs.pg.query(`CREATE TABLE ${T} (id int, total int)`);
+    await dbs.pg.query(`INSERT INTO ${T} VALUES (1, 100), (2, 250), (3, 50)`);
+    if (dbs.maria) {
+      await dbs.maria.query(`CREATE TABLE ${T} (id INT, total INT)`);
+      await dbs.maria.query(`INSERT INTO ${T} VALUES (1, 7), (2, 8)`);
     }
-    sqliteDir = mkdtempSync(join(tmpdir(), 'loupe-metric-'));
-    sqlite = new DatabaseSync(join(sqliteDir, 'm.sqlite'));
-    sqlite.exec(`CREATE TABLE ${T} (id INTEGER, total INTEGER); INSERT INTO ${T} VALUES (1, 5), (2, 6);`);
-    const make = async (body: Record<string, unknown>) => {
-      const r = await s.call('POST', '/connections', { body });
-      expect(r.status, r.text).toBe(201);
-      return r.body.data.id as string;
-    };
-    conn.POSTGRES = await make({
-      name: 'pg',
-      type: 'POSTGRES',
-      host: pgInfo.host,
-      port: pgInfo.port,
-      database: pgInfo.database,
-      username: pgInfo.user,
-      password: pgInfo.password,
-    });
-    if (mariaInfo)
-      conn.MARIADB = await make({
-        name: 'maria',
-        type: 'MARIADB',
-        host: mariaInfo.host,
-        port: mariaInfo.port,
-        database: mariaInfo.database,
-        username: mariaInfo.user,
-        password: mariaInfo.password,
-      });
-    conn.SQLITE = await make({ name: 'lite', type: 'SQLITE', database: join(sqliteDir, 'm.sqlite') });
+    dbs.sqlite.exec(`CREATE TABLE ${T} (id INTEGER, total INTEGER); INSERT INTO ${T} VALUES (1, 5), (2, 6);`);
+    conn = await dbs.connect(s);
   });
 
   afterAll(async () => {
     await s?.stop();
-    await pgClient?.query(`DROP TABLE IF EXISTS ${T}`);
-    await pgClient?.end();
-    await maria?.query(`DROP TABLE IF EXISTS ${T}`);
-    await maria?.end();
-    sqlite?.close();
-    if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
+    await dbs?.close(T);
   });
 
   let n = 0;
@@ -176,7 +121,7 @@ describe('metrics over HTTP with real databases', () => {
     const r = await value(m.id, `?connectionId=${conn.POSTGRES}`);
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('READ_ONLY_VIOLATION');
-    expect((await pgClient.query(`SELECT sum(total)::int AS s FROM ${T}`)).rows[0].s).toBe(400);
+    expect((await dbs.pg.query(`SELECT sum(total)::int AS s FROM ${T}`)).rows[0].s).toBe(400);
     const u = await s.call('PATCH', `/metrics/${m.id}`, { body: { connectionId: conn.POSTGRES } });
     expect(u.status).toBe(400);
     expect(u.body.error.code).toBe('READ_ONLY_VIOLATION');

@@ -1,13 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { db } from '../../shared/platform/db/store';
+import { openTestDatabases, type TestDatabases } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 const suffix = randomBytes(4).toString('hex');
@@ -48,90 +43,41 @@ const INJECTIONS = [`'; DROP TABLE ${T}; --`, `widget' OR '1'='1`, `widget"; DEL
 
 describe('saved queries over HTTP with real databases', () => {
   let s: TestServer;
-  let pgClient: pg.Client;
-  let maria: mysql.Connection | undefined;
-  let sqliteDir: string;
-  let sqlite: DatabaseSync;
-  const conn: Record<string, string> = {};
-  const pgInfo = inject('postgres');
+  let dbs: TestDatabases;
+  let conn: Record<string, string>;
   const mariaInfo = inject('mariadb');
 
   beforeAll(async () => {
     s = await startTestServer();
-    pgClient = new pg.Client({
-      host: pgInfo.host,
-      port: pgInfo.port,
-      user: pgInfo.user,
-      password: pgInfo.password,
-      database: pgInfo.database,
-    });
-    await pgClient.connect();
-    await pgClient.query(
+    dbs = await openTestDatabases(inject('postgres'), mariaInfo, 'items.sqlite');
+    await dbs.pg.query(
       `CREATE TABLE ${T} (id int PRIMARY KEY, name text, qty int, price numeric, active boolean, day date, sold_at timestamptz)`,
     );
     for (const r of ROWS)
-      await pgClient.query(`INSERT INTO ${T} VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+      await dbs.pg.query(`INSERT INTO ${T} VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
         ...r.slice(0, 6),
         `${r[6]}Z`,
       ]);
 
-    if (mariaInfo) {
-      maria = await mysql.createConnection({
-        host: mariaInfo.host,
-        port: mariaInfo.port,
-        user: mariaInfo.user,
-        password: mariaInfo.password,
-        database: mariaInfo.database,
-      });
-      await maria.query(
+    if (dbs.maria) {
+      await dbs.maria.query(
         `CREATE TABLE ${T} (id INT PRIMARY KEY, name VARCHAR(50), qty INT, price DECIMAL(10,2), active BOOLEAN, day DATE, sold_at DATETIME)`,
       );
-      for (const r of ROWS) await maria.query(`INSERT INTO ${T} VALUES (?, ?, ?, ?, ?, ?, ?)`, r);
+      for (const r of ROWS) await dbs.maria.query(`INSERT INTO ${T} VALUES (?, ?, ?, ?, ?, ?, ?)`, r);
     }
 
-    sqliteDir = mkdtempSync(join(tmpdir(), 'loupe-sq-'));
-    sqlite = new DatabaseSync(join(sqliteDir, 'items.sqlite'));
-    sqlite.exec(
+    dbs.sqlite.exec(
       `CREATE TABLE ${T} (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, price REAL, active INTEGER, day TEXT, sold_at TEXT)`,
     );
-    const ins = sqlite.prepare(`INSERT INTO ${T} VALUES (?, ?, ?, ?, ?, ?, ?)`);
+    const ins = dbs.sqlite.prepare(`INSERT INTO ${T} VALUES (?, ?, ?, ?, ?, ?, ?)`);
     for (const r of ROWS) ins.run(r[0], r[1], r[2], r[3], r[4] ? 1 : 0, r[5], r[6]);
 
-    const make = async (body: Record<string, unknown>) => {
-      const r = await s.call('POST', '/connections', { body });
-      expect(r.status, r.text).toBe(201);
-      return r.body.data.id as string;
-    };
-    conn.POSTGRES = await make({
-      name: 'pg',
-      type: 'POSTGRES',
-      host: pgInfo.host,
-      port: pgInfo.port,
-      database: pgInfo.database,
-      username: pgInfo.user,
-      password: pgInfo.password,
-    });
-    if (mariaInfo)
-      conn.MARIADB = await make({
-        name: 'maria',
-        type: 'MARIADB',
-        host: mariaInfo.host,
-        port: mariaInfo.port,
-        database: mariaInfo.database,
-        username: mariaInfo.user,
-        password: mariaInfo.password,
-      });
-    conn.SQLITE = await make({ name: 'lite', type: 'SQLITE', database: join(sqliteDir, 'items.sqlite') });
+    conn = await dbs.connect(s);
   });
 
   afterAll(async () => {
     await s?.stop();
-    await pgClient?.query(`DROP TABLE IF EXISTS ${T}`);
-    await pgClient?.end();
-    await maria?.query(`DROP TABLE IF EXISTS ${T}`);
-    await maria?.end();
-    sqlite?.close();
-    if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
+    await dbs?.close(T);
   });
 
   let n = 0;
@@ -158,9 +104,9 @@ describe('saved queries over HTTP with real databases', () => {
 
   /** Rows of the table read straight from each database, to prove nothing changed. */
   const tableRows = async (type: string) => {
-    if (type === 'POSTGRES') return (await pgClient.query(`SELECT id, name FROM ${T} ORDER BY id`)).rows;
-    if (type === 'MARIADB') return (await maria!.query(`SELECT id, name FROM ${T} ORDER BY id`))[0];
-    return sqlite
+    if (type === 'POSTGRES') return (await dbs.pg.query(`SELECT id, name FROM ${T} ORDER BY id`)).rows;
+    if (type === 'MARIADB') return (await dbs.maria!.query(`SELECT id, name FROM ${T} ORDER BY id`))[0];
+    return dbs.sqlite
       .prepare(`SELECT id, name FROM ${T} ORDER BY id`)
       .all()
       .map((r) => ({ ...r }));

@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { expect } from 'vitest';
+import type { DbInfo } from './global-setup';
+import type { TestServer } from './server';
+
+/** A ConnectionCreate body for the run's PostgreSQL, logging in as the ordinary test user. */
+export const postgresConnection = (info: DbInfo, over: Record<string, unknown> = {}) => ({
+  name: 'pg',
+  type: 'POSTGRES',
+  host: info.host,
+  port: info.port,
+  database: info.database,
+  username: info.user,
+  password: info.password,
+  ...over,
+});
+
+/** A ConnectionCreate body for the run's MariaDB, logging in as the ordinary test user. */
+export const mariadbConnection = (info: DbInfo, over: Record<string, unknown> = {}) => ({
+  ...postgresConnection(info, { name: 'maria', type: 'MARIADB' }),
+  ...over,
+});
+
+/** Creates a connection through the API (asserting 201) and returns its id. */
+export async function createConnection(
+  s: TestServer,
+  body: Record<string, unknown>,
+  key?: string,
+): Promise<string> {
+  const r = await s.call('POST', '/connections', { body, key });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data.id as string;
+}
+
+/** Runs SQL on PostgreSQL as the administrator in a short-lived session; returns the rows. */
+export async function postgresAdmin(info: DbInfo, database: string, sql: string) {
+  const c = new pg.Client({
+    host: info.host,
+    port: info.port,
+    user: info.adminUser,
+    password: info.adminPassword,
+    database,
+  });
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+/** (Re)creates a PostgreSQL database owned by the ordinary test user. */
+export async function createPostgresDatabase(info: DbInfo, name: string) {
+  await postgresAdmin(info, info.database, `DROP DATABASE IF EXISTS ${name}`);
+  await postgresAdmin(info, info.database, `CREATE DATABASE ${name} OWNER ${info.user}`);
+}
+
+/** Runs SQL (several statements allowed) on MariaDB as the administrator in a short-lived session. */
+export async function mariadbAdmin(info: DbInfo, database: string | undefined, sql: string) {
+  const c = await mysql.createConnection({
+    host: info.host,
+    port: info.port,
+    user: info.adminUser,
+    password: info.adminPassword,
+    database,
+    multipleStatements: true,
+  });
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * Sessions, as the ordinary test user, on the run's PostgreSQL and MariaDB (absent where none is
+ * installed) and on a SQLite file in a temporary directory, for files that seed one table in each.
+ */
+export interface TestDatabases {
+  pg: pg.Client;
+  maria?: mysql.Connection;
+  sqlite: DatabaseSync;
+  sqliteFile: string;
+  /** Registers the three as connections named pg, maria and lite; returns their ids by type. */
+  connect(s: TestServer): Promise<Record<string, string>>;
+  /** Drops the table from PostgreSQL and MariaDB, closes the sessions, removes the SQLite directory. */
+  close(table: string): Promise<void>;
+}
+
+export async function openTestDatabases(
+  pgInfo: DbInfo,
+  mariaInfo: DbInfo | null,
+  sqliteName: string,
+): Promise<TestDatabases> {
+  const login = (info: DbInfo) => ({
+    host: info.host,
+    port: info.port,
+    user: info.user,
+    password: info.password,
+    database: info.database,
+  });
+  const client = new pg.Client(login(pgInfo));
+  await client.connect();
+  const maria = mariaInfo ? await mysql.createConnection(login(mariaInfo)) : undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'loupe-dbs-'));
+  const sqliteFile = join(dir, sqliteName);
+  const sqlite = new DatabaseSync(sqliteFile);
+  return {
+    pg: client,
+    maria,
+    sqlite,
+    sqliteFile,
+    async connect(s) {
+      const conn: Record<string, string> = {};
+      conn.POSTGRES = await createConnection(s, postgresConnection(pgInfo));
+      if (mariaInfo) conn.MARIADB = await createConnection(s, mariadbConnection(mariaInfo));
+      conn.SQLITE = await createConnection(s, { name: 'lite', type: 'SQLITE', database: sqliteFile });
+      return conn;
+    },
+    async close(table) {
+      await client.query(`DROP TABLE IF EXISTS ${table}`);
+      await client.end();
+      await maria?.query(`DROP TABLE IF EXISTS ${table}`);
+      await maria?.end();
+      sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
