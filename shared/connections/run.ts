@@ -38,7 +38,7 @@ export async function runReadOnly(
   text: string,
   opts: Partial<QueryOptions> = {},
 ): Promise<QueryResult> {
-  const statement = assertReadOnly(target.type, text);
+  const statement = await assertReadOnly(target.type, text);
   const options = { ...resolveOptions(opts), readOnly: true, kind: statement.kind };
   return runChecked(target, text, options);
 }

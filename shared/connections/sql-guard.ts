@@ -14,11 +14,6 @@
  * side-effecting functions, and on SQL Server EXEC / WAITFOR / OPENROWSET-style remote access.
  * MongoDB queries are JSON and checked in mongo-query.ts.
  */
-import mariadbParser from 'node-sql-parser/build/mariadb';
-import mysqlParser from 'node-sql-parser/build/mysql';
-import pgParser from 'node-sql-parser/build/postgresql';
-import sqliteParser from 'node-sql-parser/build/sqlite';
-import tsqlParser from 'node-sql-parser/build/transactsql';
 import { AppError, validationError } from '../platform/errors';
 import type { DbType } from './drivers/types';
 import { parseMongoQuery } from './mongo-query';
@@ -49,21 +44,33 @@ const parserDatabase: Record<Exclude<DbType, 'MONGODB'>, string> = {
   SQLITE: 'Sqlite',
 };
 
-type ParserModule = { Parser: new () => { astify(sql: string, opt: { database: string }): unknown } };
-const parserModules: Record<Exclude<DbType, 'MONGODB'>, ParserModule> = {
-  POSTGRES: pgParser as unknown as ParserModule,
-  MYSQL: mysqlParser as unknown as ParserModule,
-  MARIADB: mariadbParser as unknown as ParserModule,
-  MSSQL: tsqlParser as unknown as ParserModule,
-  SQLITE: sqliteParser as unknown as ParserModule,
+type Parser = { astify(sql: string, opt: { database: string }): unknown };
+type ParserModule = { Parser: new () => Parser };
+/**
+ * Each dialect's parser is large (~250 KB minified each), so it is imported on first use: a function
+ * bundle loads none of them at start (esbuild puts each in its own lazy chunk) and then only the
+ * dialects its requests need.
+ */
+const parserModules: Record<Exclude<DbType, 'MONGODB'>, () => Promise<unknown>> = {
+  POSTGRES: () => import('node-sql-parser/build/postgresql'),
+  MYSQL: () => import('node-sql-parser/build/mysql'),
+  MARIADB: () => import('node-sql-parser/build/mariadb'),
+  MSSQL: () => import('node-sql-parser/build/transactsql'),
+  SQLITE: () => import('node-sql-parser/build/sqlite'),
 };
-const parsers = new Map<DbType, { astify(sql: string, opt: { database: string }): unknown }>();
-const parserFor = (type: Exclude<DbType, 'MONGODB'>) => {
-  let p = parsers.get(type);
-  if (!p) {
-    p = new parserModules[type].Parser();
-    parsers.set(type, p);
-  }
+const parsers = new Map<DbType, Parser>();
+
+/** Loads (once) the parser of `type`'s dialect so the synchronous checks below can use it. */
+async function loadParser(type: Exclude<DbType, 'MONGODB'>): Promise<void> {
+  if (parsers.has(type)) return;
+  const mod = (await parserModules[type]()) as ParserModule & { default?: ParserModule };
+  const Ctor = mod.Parser ?? mod.default?.Parser;
+  if (!parsers.has(type)) parsers.set(type, new Ctor());
+}
+
+const parserFor = (type: Exclude<DbType, 'MONGODB'>): Parser => {
+  const p = parsers.get(type);
+  if (!p) throw new Error(`The ${parserDatabase[type]} parser is not loaded.`);
   return p;
 };
 
@@ -219,15 +226,16 @@ const MAX_VERIFIED = 500;
 const MAX_VERIFIED_CHARS = 4000;
 
 /**
- * Throws 400 READ_ONLY_VIOLATION unless `text` is exactly one read statement for `type`.
+ * Rejects with 400 READ_ONLY_VIOLATION unless `text` is exactly one read statement for `type`.
  * Returns what kind of read it is (drivers use it to pick a cursor or a plain query).
  */
-export function assertReadOnly(type: DbType, text: string): ReadStatement {
+export async function assertReadOnly(type: DbType, text: string): Promise<ReadStatement> {
   const memo = typeof text === 'string' && text.length <= MAX_VERIFIED_CHARS;
   // NUL separates the parts: a statement containing NUL is always refused, so keys never collide.
   const key = memo ? `${type}\u0000${text}` : '';
   const known = memo ? verified.get(key) : undefined;
   if (known) return { kind: known };
+  if (type !== 'MONGODB' && Object.hasOwn(parserModules, type)) await loadParser(type);
   const statement = verify(type, text);
   if (memo) {
     if (verified.size >= MAX_VERIFIED) verified.delete(verified.keys().next().value as string);

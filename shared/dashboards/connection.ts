@@ -21,9 +21,9 @@ export async function connectionForSave(ctx: AuthContext, connectionId: string, 
 }
 
 /** 400 READ_ONLY_VIOLATION at save time (the same check runs again at run time), naming the field. */
-export function assertReadOnlyAt(type: DbType, text: string, path: string): void {
+export async function assertReadOnlyAt(type: DbType, text: string, path: string): Promise<void> {
   try {
-    assertReadOnly(type, text);
+    await assertReadOnly(type, text);
   } catch (e) {
     if (isAppError(e)) {
       const details = e.details && typeof e.details === 'object' ? { ...e.details, path } : { path };

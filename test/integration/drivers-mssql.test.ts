@@ -50,14 +50,14 @@ describe('SQL Server adapter: configuration and SQL', () => {
     expect(mssqlConfig({ ...target, port: 14330 }).port).toBe(14330);
   });
 
-  it('names positional parameters @p1, @p2, … as the guard expects', () => {
+  it('names positional parameters @p1, @p2, … as the guard expects', async () => {
     expect(paramNames(['a', 2, null])).toEqual(['p1', 'p2', 'p3']);
     expect(
-      assertReadOnly('MSSQL', 'SELECT TOP 10 * FROM dbo.orders WHERE id = @p1 AND status = @p2').kind,
+      (await assertReadOnly('MSSQL', 'SELECT TOP 10 * FROM dbo.orders WHERE id = @p1 AND status = @p2')).kind,
     ).toBe('select');
   });
 
-  it('introspection SQL reads user tables and views only, skipping system schemas and shipped objects', () => {
+  it('introspection SQL reads user tables and views only, skipping system schemas and shipped objects', async () => {
     expect(MSSQL_INTROSPECTION.columns).toContain("o.type IN ('U', 'V')");
     expect(MSSQL_INTROSPECTION.columns).toContain('o.is_ms_shipped = 0');
     expect(MSSQL_INTROSPECTION.columns).toContain("s.name NOT IN ('sys', 'INFORMATION_SCHEMA', 'guest')");
@@ -67,7 +67,7 @@ describe('SQL Server adapter: configuration and SQL', () => {
     expect(MSSQL_INTROSPECTION.foreignKeys).toContain('sys.foreign_key_columns');
     // Every introspection statement is itself a read the guard accepts.
     for (const q of Object.values(MSSQL_INTROSPECTION))
-      expect(assertReadOnly('MSSQL', q).kind).toBe('select');
+      expect((await assertReadOnly('MSSQL', q)).kind).toBe('select');
   });
 
   it('formats column types from sys.columns facts', () => {

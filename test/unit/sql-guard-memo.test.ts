@@ -13,37 +13,37 @@ const astify = () =>
   );
 
 describe('the read-only guard remembers verified reads', () => {
-  it('parses a repeated read once and answers the same kind', () => {
+  it('parses a repeated read once and answers the same kind', async () => {
     const spy = astify();
     const sql = 'SELECT id, total FROM guard_memo_orders WHERE total > 10';
-    expect(assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
-    expect(assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
-    expect(assertReadOnly('POSTGRES', `${sql} `)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('POSTGRES', `${sql} `)).toEqual({ kind: 'select' });
     expect(spy).toHaveBeenCalledTimes(2);
   });
 
-  it('refuses a refused statement every time', () => {
+  it('refuses a refused statement every time', async () => {
     for (let i = 0; i < 3; i++)
-      expect(() => assertReadOnly('POSTGRES', 'SELECT 1; DELETE FROM guard_memo_orders')).toThrow(
+      await expect(assertReadOnly('POSTGRES', 'SELECT 1; DELETE FROM guard_memo_orders')).rejects.toThrow(
         expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
       );
   });
 
-  it('keeps verdicts per database type', () => {
+  it('keeps verdicts per database type', async () => {
     const pragma = 'PRAGMA table_info(guard_memo_orders)';
-    expect(assertReadOnly('SQLITE', pragma)).toEqual({ kind: 'pragma' });
-    expect(() => assertReadOnly('POSTGRES', pragma)).toThrow(
+    expect(await assertReadOnly('SQLITE', pragma)).toEqual({ kind: 'pragma' });
+    await expect(assertReadOnly('POSTGRES', pragma)).rejects.toThrow(
       expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
     );
-    expect(() => assertReadOnly('POSTGRES', pragma)).toThrow(
+    await expect(assertReadOnly('POSTGRES', pragma)).rejects.toThrow(
       expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
     );
   });
 
-  it('does not let a caller change a remembered verdict', () => {
+  it('does not let a caller change a remembered verdict', async () => {
     const sql = 'SELECT 2 AS guard_memo';
-    const first = assertReadOnly('POSTGRES', sql);
+    const first = await assertReadOnly('POSTGRES', sql);
     (first as { kind: string }).kind = 'pragma';
-    expect(assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
   });
 });

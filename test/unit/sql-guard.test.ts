@@ -3,9 +3,9 @@ import type { DbType } from '../../shared/connections/drivers/types';
 import { assertReadOnly } from '../../shared/connections/sql-guard';
 import type { AppError } from '../../shared/platform/errors';
 
-const refusal = (type: DbType, sql: string): AppError => {
+const refusal = async (type: DbType, sql: string): Promise<AppError> => {
   try {
-    assertReadOnly(type, sql);
+    await assertReadOnly(type, sql);
   } catch (e) {
     return e as AppError;
   }
@@ -209,54 +209,52 @@ const refused: [DbType, string, string][] = [
 
 describe('read-only guard: reads are allowed', () => {
   for (const [type, sql, kind] of allowed)
-    it(`${type} allows ${JSON.stringify(sql)} as ${kind}`, () => {
-      expect(assertReadOnly(type, sql).kind).toBe(kind);
+    it(`${type} allows ${JSON.stringify(sql)} as ${kind}`, async () => {
+      expect((await assertReadOnly(type, sql)).kind).toBe(kind);
     });
 });
 
 describe('read-only guard: everything else is 400 READ_ONLY_VIOLATION naming the statement kind', () => {
   for (const [type, sql, statementType] of refused)
-    it(`${type} refuses ${JSON.stringify(sql)} as ${statementType}`, () => {
-      const e = refusal(type, sql);
+    it(`${type} refuses ${JSON.stringify(sql)} as ${statementType}`, async () => {
+      const e = await refusal(type, sql);
       expect(e.status).toBe(400);
       expect(e.code).toBe('READ_ONLY_VIOLATION');
       expect((e.details as { statementType: string }).statementType).toBe(statementType);
       expect(e.message.length).toBeGreaterThan(20);
     });
 
-  it('names the refused function in the details', () => {
-    expect(refusal('POSTGRES', 'SELECT pg_sleep(1)').details).toEqual({
+  it('names the refused function in the details', async () => {
+    expect((await refusal('POSTGRES', 'SELECT pg_sleep(1)')).details).toEqual({
       statementType: 'FUNCTION',
       function: 'pg_sleep',
     });
   });
 
-  it('explains what the parser rejected for text it cannot verify', () => {
-    const e = refusal('POSTGRES', 'SELECT FROM WHERE');
+  it('explains what the parser rejected for text it cannot verify', async () => {
+    const e = await refusal('POSTGRES', 'SELECT FROM WHERE');
     expect(e.message).toMatch(/could not be verified/);
     expect((e.details as { reason: string }).reason.length).toBeGreaterThan(0);
   });
 
-  it('treats empty text as a validation error', () => {
-    expect(refusal('POSTGRES', '   ').code).toBe('VALIDATION_ERROR');
-    expect(refusal('POSTGRES', '-- only a comment').code).toBe('VALIDATION_ERROR');
+  it('treats empty text as a validation error', async () => {
+    expect((await refusal('POSTGRES', '   ')).code).toBe('VALIDATION_ERROR');
+    expect((await refusal('POSTGRES', '-- only a comment')).code).toBe('VALIDATION_ERROR');
   });
 });
 
 describe('read-only guard: MongoDB JSON queries', () => {
-  it('allows find and aggregate forms (Extended JSON values)', () => {
-    expect(
-      assertReadOnly(
-        'MONGODB',
-        '{"collection": "orders", "filter": {"_id": {"$oid": "507f1f77bcf86cd799439011"}}}',
-      ).kind,
-    ).toBe('mongo');
-    expect(
-      assertReadOnly(
-        'MONGODB',
-        '{"collection": "orders", "pipeline": [{"$match": {"a": 1}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}]}',
-      ).kind,
-    ).toBe('mongo');
+  it('allows find and aggregate forms (Extended JSON values)', async () => {
+    const find = await assertReadOnly(
+      'MONGODB',
+      '{"collection": "orders", "filter": {"_id": {"$oid": "507f1f77bcf86cd799439011"}}}',
+    );
+    expect(find.kind).toBe('mongo');
+    const aggregate = await assertReadOnly(
+      'MONGODB',
+      '{"collection": "orders", "pipeline": [{"$match": {"a": 1}}, {"$group": {"_id": "$b", "n": {"$sum": 1}}}]}',
+    );
+    expect(aggregate.kind).toBe('mongo');
   });
   const mongoRefused: [string, string, string][] = [
     ['$out', '{"collection": "a", "pipeline": [{"$out": "b"}]}', '$out'],
@@ -287,8 +285,8 @@ describe('read-only guard: MongoDB JSON queries', () => {
     ['system collections', '{"collection": "system.users", "filter": {}}', 'SYSTEM_COLLECTION'],
   ];
   for (const [name, q, statementType] of mongoRefused)
-    it(`refuses ${name}`, () => {
-      const e = refusal('MONGODB', q);
+    it(`refuses ${name}`, async () => {
+      const e = await refusal('MONGODB', q);
       expect(e.code).toBe('READ_ONLY_VIOLATION');
       expect((e.details as { statementType: string }).statementType).toBe(statementType);
     });
@@ -302,8 +300,8 @@ describe('read-only guard: MongoDB JSON queries', () => {
     ['a negative limit', '{"collection": "a", "filter": {}, "limit": -1}'],
   ];
   for (const [name, q] of invalid)
-    it(`answers 400 VALIDATION_ERROR for ${name}`, () => {
-      const e = refusal('MONGODB', q);
+    it(`answers 400 VALIDATION_ERROR for ${name}`, async () => {
+      const e = await refusal('MONGODB', q);
       expect(e.status).toBe(400);
       expect(e.code).toBe('VALIDATION_ERROR');
     });
