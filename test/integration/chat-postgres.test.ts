@@ -1,7 +1,12 @@
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { type ChatEvent, parseSse } from '../../shared/chat/sse';
 import { addBalance } from '../../shared/usage/balance';
+import {
+  createConnection,
+  createPostgresDatabase,
+  postgresAdmin,
+  postgresConnection,
+} from '../support/connections';
 import { completions, type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../support/fake-openai';
 import { startTestServer, type TestServer } from '../support/server';
 
@@ -26,27 +31,12 @@ describe('chat on PostgreSQL', () => {
   let hiddenId: string;
   let memberKey: string;
 
-  const sql = async (text: string, database = DB) => {
-    const c = new pg.Client({
-      host: info.host,
-      port: info.port,
-      user: info.adminUser,
-      password: info.adminPassword,
-      database,
-    });
-    await c.connect();
-    try {
-      return (await c.query(text)).rows;
-    } finally {
-      await c.end();
-    }
-  };
+  const sql = (text: string) => postgresAdmin(info, DB, text);
   const budget = async (key?: string) =>
     (await s.call('GET', '/usage/budget', { key })).body.data.remaining as number;
 
   beforeAll(async () => {
-    await sql(`DROP DATABASE IF EXISTS ${DB}`, info.database);
-    await sql(`CREATE DATABASE ${DB} OWNER ${info.user}`, info.database);
+    await createPostgresDatabase(info, DB);
     await sql(`
       CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT NOT NULL);
       CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),
@@ -64,22 +54,12 @@ describe('chat on PostgreSQL', () => {
         LOUPE_MODEL_PRICES: PRICES,
       },
     });
-    const body = {
-      type: 'POSTGRES',
-      host: info.host,
-      port: info.port,
-      database: DB,
-      username: info.user,
-      password: info.password,
-    };
-    const c = await s.call('POST', '/connections', { body: { ...body, name: 'Shop' } });
-    expect(c.status, c.text).toBe(201);
-    connectionId = c.body.data.id;
+    const body = postgresConnection(info, { database: DB });
+    connectionId = await createConnection(s, { ...body, name: 'Shop' });
     fake.script({ content: 'A small shop: customers place orders; orders.total holds the amounts.' });
     const t = await s.call('POST', `/connections/${connectionId}/test`);
     expect(t.body.data, t.text).toMatchObject({ success: true, schemaIntrospected: true });
-    const hidden = await s.call('POST', '/connections', { body: { ...body, name: 'Hidden' } });
-    hiddenId = hidden.body.data.id;
+    hiddenId = await createConnection(s, { ...body, name: 'Hidden' });
     const ann = await s.call('POST', `/connections/${connectionId}/annotations`, {
       body: {
         tableName: 'orders',

@@ -27,6 +27,15 @@ export interface FlowDb {
   orders: string;
 }
 
+/** The statements and table names of the seeded customers/orders tables, the same in every dialect. */
+export const FLOW_STATEMENTS = {
+  selectCustomers: 'SELECT id, name FROM customers ORDER BY id',
+  write: "UPDATE customers SET name = 'x'",
+  broken: 'SELECT no_such_column FROM customers',
+  customers: 'customers',
+  orders: 'orders',
+} satisfies Partial<FlowDb>;
+
 export function connectionFlow(get: () => { s: TestServer; db: FlowDb }) {
   const texts: string[] = [];
   const call = async (method: string, path: string, opts: { body?: unknown; key?: string } = {}) => {

@@ -1,25 +1,9 @@
-import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { mariadbAdmin, mariadbConnection } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
-import { connectionFlow, type FlowDb } from './connections-flow';
+import { connectionFlow, FLOW_STATEMENTS, type FlowDb } from './connections-flow';
 
 const maria = inject('mariadb');
-
-async function adminRun(database: string | undefined, sql: string) {
-  const c = await mysql.createConnection({
-    host: maria!.host,
-    port: maria!.port,
-    user: maria!.adminUser,
-    password: maria!.adminPassword,
-    database,
-    multipleStatements: true,
-  });
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
 
 /** The same MariaDB server, registered once as MYSQL and once as MARIADB, each with its own database. */
 for (const type of ['MYSQL', 'MARIADB'] as const) {
@@ -29,11 +13,13 @@ for (const type of ['MYSQL', 'MARIADB'] as const) {
     let db: FlowDb;
     beforeAll(async () => {
       const m = maria!;
-      await adminRun(
+      await mariadbAdmin(
+        m,
         undefined,
         `DROP DATABASE IF EXISTS ${DB}; CREATE DATABASE ${DB}; GRANT ALL PRIVILEGES ON ${DB}.* TO '${m.user}'@'%';`,
       );
-      await adminRun(
+      await mariadbAdmin(
+        m,
         DB,
         `CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(100) NOT NULL) ENGINE=InnoDB;
          CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT NOT NULL, total DECIMAL(10,2) NOT NULL,
@@ -42,15 +28,7 @@ for (const type of ['MYSQL', 'MARIADB'] as const) {
          INSERT INTO orders VALUES (1, 1, 10.50, 'paid'), (2, 1, 20.00, 'open'), (3, 2, 5.25, 'paid');`,
       );
       s = await startTestServer();
-      const base = {
-        name: `${type} flow`,
-        type,
-        host: m.host,
-        port: m.port,
-        database: DB,
-        username: m.user,
-        password: m.password,
-      };
+      const base = mariadbConnection(m, { name: `${type} flow`, type, database: DB });
       db = {
         body: base,
         password: m.password,
@@ -59,12 +37,8 @@ for (const type of ['MYSQL', 'MARIADB'] as const) {
           stage: 'AUTH',
           password: 'definitely-Wrong-pw-456',
         },
-        admin: (sql) => adminRun(DB, sql),
-        selectCustomers: 'SELECT id, name FROM customers ORDER BY id',
-        write: "UPDATE customers SET name = 'x'",
-        broken: 'SELECT no_such_column FROM customers',
-        customers: 'customers',
-        orders: 'orders',
+        admin: (sql) => mariadbAdmin(m, DB, sql),
+        ...FLOW_STATEMENTS,
       };
     });
     afterAll(async () => {

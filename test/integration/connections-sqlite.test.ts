@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server';
-import { connectionFlow, type FlowDb } from './connections-flow';
+import { connectionFlow, FLOW_STATEMENTS, type FlowDb } from './connections-flow';
 
 describe('connections on SQLite', () => {
   let s: TestServer;
@@ -37,11 +37,7 @@ describe('connections on SQLite', () => {
         stage: 'DATABASE',
       },
       admin,
-      selectCustomers: 'SELECT id, name FROM customers ORDER BY id',
-      write: "UPDATE customers SET name = 'x'",
-      broken: 'SELECT no_such_column FROM customers',
-      customers: 'customers',
-      orders: 'orders',
+      ...FLOW_STATEMENTS,
     };
   });
   afterAll(async () => {
