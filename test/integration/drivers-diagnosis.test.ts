@@ -23,6 +23,7 @@ import type { ConnectionTarget, DbType } from '../../shared/connections/drivers/
 import { runReadOnly } from '../../shared/connections/run';
 import type { AppError } from '../../shared/platform/errors';
 import { freePort } from '../support/databases';
+import { pingError } from '../support/drivers';
 
 const pgInfo = inject('postgres');
 const maria = inject('mariadb');
@@ -49,19 +50,6 @@ const base = (type: DbType, over: Partial<ConnectionTarget> = {}): ConnectionTar
     ...over,
   };
 };
-
-/** Pings through a one-off driver and returns the raw driver error. */
-async function pingError(target: ConnectionTarget): Promise<unknown> {
-  const d = await unpooledDriver(target);
-  try {
-    await d.ping();
-  } catch (e) {
-    return e;
-  } finally {
-    await d.close();
-  }
-  throw new Error('expected the ping to fail');
-}
 
 function expectDiagnosis(d: Diagnosis, want: Partial<Diagnosis>, target: ConnectionTarget) {
   expect(d).toMatchObject(want);

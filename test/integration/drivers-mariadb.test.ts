@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
-import type { AppError } from '../../shared/platform/errors';
+import { failure, refusesEach } from '../support/drivers';
 
 const db = inject('mariadb');
 const suffix = `${process.pid}_${Date.now().toString(36)}`;
@@ -27,15 +27,6 @@ const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
 let admin: mysql.Connection;
 const count = async (table = T) =>
   Number(((await admin.query(`SELECT count(*) AS n FROM ${table}`)) as any)[0][0].n);
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as AppError;
-  }
-  throw new Error('expected a failure');
-}
 
 describe.skipIf(!db)('MariaDB driver (mysql2 adapter)', () => {
   beforeAll(async () => {
@@ -204,16 +195,7 @@ describe.skipIf(!db)('MariaDB driver (mysql2 adapter)', () => {
       ['LOCK TABLES', `LOCK TABLES ${T} WRITE`],
       ['SET', 'SET SESSION sql_mode = ""'],
     ];
-    for (const [name, sql] of attempts) {
-      it(`refuses ${name}`, async () => {
-        const before = await count();
-        const e = await failure(runReadOnly(target(), sql));
-        expect(e.status).toBe(400);
-        expect(e.code).toBe('READ_ONLY_VIOLATION');
-        expect(await count()).toBe(before);
-        expect(before).toBe(30);
-      });
-    }
+    refusesEach(attempts, target, count, 30);
 
     it('the read-only transaction stops a write even when the guard is bypassed', async () => {
       const d = await driverFor(target());

@@ -9,8 +9,8 @@ import { type Diagnosis, diagnose } from '../../shared/connections/diagnosis';
 import { closeAllDrivers, driverFor, unpooledDriver } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
-import type { AppError } from '../../shared/platform/errors';
 import { freePort } from '../support/databases';
+import { failure, pingError } from '../support/drivers';
 import { type MongoWireServer, startMongoWire } from '../support/mongo-wire';
 
 const oid = new BSON.ObjectId('65f000000000000000000001');
@@ -38,15 +38,6 @@ const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
   sslEnabled: false,
   ...over,
 });
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as AppError;
-  }
-  throw new Error('expected a failure');
-}
 
 const sent = (name: string) => wire.commands.filter((c) => Object.keys(c)[0] === name);
 
@@ -206,18 +197,6 @@ describe('MongoDB connection failures (server selection)', () => {
     for (const s of sockets) s.destroy();
     await new Promise((r) => silent.close(r));
   });
-
-  const pingError = async (t: ConnectionTarget) => {
-    const d = await unpooledDriver(t);
-    try {
-      await d.ping();
-    } catch (e) {
-      return e;
-    } finally {
-      await d.close();
-    }
-    throw new Error('expected failure');
-  };
 
   it('a closed port is CONNECT / refused', async () => {
     const t = target({ id: 'm-closed', port: await freePort() });

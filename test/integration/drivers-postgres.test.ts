@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
-import type { AppError } from '../../shared/platform/errors';
+import { failure, refusesEach } from '../support/drivers';
 
 const db = inject('postgres');
 const suffix = `${process.pid}_${Date.now().toString(36)}`;
@@ -28,15 +28,6 @@ const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
 let admin: pg.Client;
 const count = async (table = T) =>
   Number((await admin.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as AppError;
-  }
-  throw new Error('expected a failure');
-}
 
 beforeAll(async () => {
   admin = new pg.Client({
@@ -255,16 +246,7 @@ describe('PostgreSQL read-only enforcement (every attempt leaves the database un
     ['COPY', `COPY ${T} TO '/tmp/x'`],
     ['SET', 'SET default_transaction_read_only = off'],
   ];
-  for (const [name, sql] of attempts) {
-    it(`refuses ${name}`, async () => {
-      const before = await count();
-      const e = await failure(runReadOnly(target(), sql));
-      expect(e.status).toBe(400);
-      expect(e.code).toBe('READ_ONLY_VIOLATION');
-      expect(await count()).toBe(before);
-      expect(before).toBe(30);
-    });
-  }
+  refusesEach(attempts, target, count, 30);
 
   it('leaves the sequence and tables untouched after all attempts', async () => {
     const seq = await admin.query(`SELECT last_value, is_called FROM ${SEQ}`);

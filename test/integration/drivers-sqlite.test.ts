@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
-import type { AppError } from '../../shared/platform/errors';
+import { failure } from '../support/drivers';
 
 const dir = mkdtempSync(join(tmpdir(), 'loupe-drv-sqlite-'));
 const file = join(dir, 'shop.db');
@@ -25,15 +25,6 @@ const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
   sslEnabled: false,
   ...over,
 });
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as AppError;
-  }
-  throw new Error('expected a failure');
-}
 
 const count = () => {
   const d = new DatabaseSync(file, { readOnly: true });
