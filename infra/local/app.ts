@@ -12,7 +12,7 @@ import { resetEncryption } from '../../shared/platform/encryption';
 import { bootstrapLocal } from './bootstrap';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { type LocalService, startupTasks } from './startup';
-import { startLocalStore } from './store';
+import { startStoreProcess } from './store';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 import './demo';
 import './workers';
@@ -70,7 +70,14 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
   resetConfig();
   resetDocumentClient();
   resetEncryption();
-  const store = await startLocalStore(dataDir, config().LOUPE_TABLE_NAME);
+  // The store runs in its own process (as DynamoDB is its own service); if it dies, so does the runtime.
+  const store = await startStoreProcess(dataDir, config().LOUPE_TABLE_NAME, {
+    onCrash: (reason) => {
+      console.error(reason);
+      log(reason);
+      process.exit(1);
+    },
+  });
   process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
   resetConfig();
   resetDocumentClient();

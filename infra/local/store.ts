@@ -1,3 +1,4 @@
+import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,8 @@ import { createTableInput } from '../../shared/platform/db/table';
 
 export interface LocalStore {
   endpoint: string;
+  /** The store's own process, when it runs in one (startStoreProcess). */
+  pid?: number;
   close(): Promise<void>;
 }
 
@@ -44,6 +47,65 @@ export async function startLocalStore(dataDir: string, tableName: string, port =
         server.closeAllConnections?.();
       }),
   };
+}
+
+/**
+ * Starts the same store (dynalite on `<dataDir>/dynamodb`, the table, the endpoint file) in a child
+ * process, as DynamoDB is a service of its own in AWS: its work no longer competes with the service's
+ * thread. The child stops with close(), exits when this process dies (its IPC channel closes), and
+ * ignores the terminal's SIGINT (the parent stops it). `onCrash` is called if it exits on its own.
+ */
+export async function startStoreProcess(
+  dataDir: string,
+  tableName: string,
+  opts: { port?: number; onCrash?: (reason: string) => void } = {},
+): Promise<LocalStore> {
+  const child: ChildProcess = fork(
+    new URL('./store-process.mjs', import.meta.url).pathname,
+    [dataDir, String(opts.port ?? 0)],
+    { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' },
+  );
+  let closing = false;
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(signal ? `signal ${signal}` : `exit code ${code}`)),
+  );
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      child.once('message', (m) => resolve((m as { port: number }).port));
+      child.once('error', reject);
+      exited.then((why) => reject(new Error(`The local store process failed to start (${why}).`)));
+    });
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
+  void exited.then((why) => {
+    if (!closing) opts.onCrash?.(`The local store process (pid ${child.pid}) stopped unexpectedly: ${why}.`);
+  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  const close = async () => {
+    if (closing) return exited.then(() => {});
+    closing = true;
+    try {
+      writeFileSync(portFile(dataDir), '');
+    } catch {}
+    if (child.exitCode === null && child.signalCode === null) {
+      if (child.connected) child.send('stop');
+      else child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  try {
+    await ensureTable(endpoint, tableName);
+    writeFileSync(portFile(dataDir), endpoint, { mode: 0o600 });
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { endpoint, pid: child.pid, close };
 }
 
 export async function ensureTable(endpoint: string, tableName: string): Promise<void> {

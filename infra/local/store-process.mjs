@@ -1,0 +1,42 @@
+// The local store's own process (started by startStoreProcess in store.ts): dynalite on
+// `<dataDir>/dynamodb`, listening on 127.0.0.1. It reports its port to the parent over IPC, stops
+// (closing LevelDB) when the parent sends 'stop', and exits when the parent goes away.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import dynalite from 'dynalite';
+
+const [dataDir, portArg] = process.argv.slice(2);
+if (!dataDir || !process.send) {
+  process.stderr.write('store-process.mjs is started by the local runtime (startStoreProcess)\n');
+  process.exit(2);
+}
+mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
+const server = dynalite({
+  path: join(dataDir, 'dynamodb'),
+  createTableMs: 0,
+  deleteTableMs: 0,
+  updateTableMs: 0,
+});
+
+let stopping = false;
+function stop(code) {
+  if (stopping) return;
+  stopping = true;
+  server.close(() => process.exit(code));
+  server.closeAllConnections?.();
+  setTimeout(() => process.exit(code), 5000).unref();
+}
+
+// The parent's signals are its own to handle (it stops this process); a parent that dies disconnects.
+process.on('SIGINT', () => {});
+process.on('disconnect', () => stop(0));
+process.on('message', (m) => {
+  if (m === 'stop') stop(0);
+});
+server.once('error', (e) => {
+  process.stderr.write(`local store: ${e.message}\n`);
+  process.exit(1);
+});
+server.listen(Number(portArg ?? 0), '127.0.0.1', () => {
+  process.send({ port: server.address().port });
+});
