@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { QueryResult } from '../connections/api';
 import { endpoint } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 
@@ -98,12 +99,8 @@ export const Dashboard = z.object({
   updatedAt: z.string(),
   widgets: z.array(Widget),
 });
-export const WidgetData = z.object({
-  columns: z.array(z.string()),
-  rows: z.array(z.record(z.string(), z.unknown())),
-  rowCount: z.number().int(),
-  executionTime: z.number(),
-  truncated: z.boolean().optional(),
+/** The QueryResult of the widget's query, with where it came from (the widget result cache or fresh). */
+export const WidgetData = QueryResult.extend({
   cached: z.boolean().describe('True when the result came from the widget cache'),
   cachedAt: z.string().nullable().describe('When the cached result was computed; null for a fresh result'),
   cacheSkipped: z

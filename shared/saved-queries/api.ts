@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { QueryResult } from '../connections/api';
 import { endpoint } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 import { PARAM_TYPES } from './values';
@@ -96,14 +97,6 @@ export const SavedQuery = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-export const QueryResultSchema = z.object({
-  columns: z.array(z.string()),
-  rows: z.array(z.record(z.string(), z.unknown())),
-  rowCount: z.number().int(),
-  executionTime: z.number(),
-  truncated: z.boolean().optional(),
-});
-
 const tag = 'Saved queries';
 const scope = 'query' as const;
 
@@ -167,7 +160,7 @@ export const runSavedQuery = endpoint({
   params: IdParams,
   body: SavedQueryRun,
   bodyOptional: true,
-  response: QueryResultSchema,
+  response: QueryResult,
   errors: [422, 504],
 });
 
