@@ -2,7 +2,7 @@ import { AppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 import type { AuthContext } from './context';
 import { hashKey, looksLikeKey } from './key-material';
-import { authStore, type KeyRecord } from './store';
+import { authStore, type KeyLookup, type UserAuth } from './store';
 
 const unauthorized = (resourceMetadataUrl: string, message: string) =>
   new AppError(401, 'UNAUTHORIZED', message, undefined, {
@@ -29,7 +29,7 @@ export async function liveKey(
   authorization: string | undefined,
   resourceMetadataUrl: string,
   now = new Date(),
-): Promise<KeyRecord> {
+): Promise<KeyLookup> {
   const fail = (message: string) => unauthorized(resourceMetadataUrl, message);
   if (!authorization) throw fail('Missing Authorization header: send "Authorization: Bearer <API key>".');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -42,14 +42,22 @@ export async function liveKey(
   return record;
 }
 
-/** The second half of authenticate: the key's user (read on every request) and, once a minute, lastUsedAt. */
+/**
+ * The second half of authenticate: the key's user and, once a minute, lastUsedAt. The user's role,
+ * assigned connections and deletion come from the copy on the key lookup item just read (kept current by
+ * every member change before it answers, see store.ts); a lookup item without one reads the user item.
+ */
 export async function callerOf(
-  record: KeyRecord,
+  record: KeyLookup,
   resourceMetadataUrl: string,
   now = new Date(),
 ): Promise<AuthContext> {
-  const user = await authStore.getUser(record.orgId, record.userId);
-  if (!user) throw unauthorized(resourceMetadataUrl, 'Invalid API key.');
+  let user: UserAuth | undefined = record.userAuth;
+  if (!user) {
+    const item = await authStore.getUser(record.orgId, record.userId);
+    user = item && { role: item.role, connectionIds: item.connectionIds ?? [], deleted: false };
+  }
+  if (!user || user.deleted) throw unauthorized(resourceMetadataUrl, 'Invalid API key.');
   if (!record.lastUsedAt || Date.parse(record.lastUsedAt) < now.getTime() - 60_000) {
     await authStore
       .touchKey(record, now)

@@ -1,4 +1,4 @@
-import { db, strip } from '../platform/db/store';
+import { db, type Item, strip } from '../platform/db/store';
 import { newId, nowIso } from '../platform/ids';
 import type { Role } from './context';
 import { generateKey, hashKey, keyPrefix } from './key-material';
@@ -9,8 +9,16 @@ import { generateKey, hashKey, keyPrefix } from './key-material';
  *  ORG#o / USER#u              user (member or admin)
  *  ORG#o / USEREMAIL#email     uniqueness guard for emails
  *  ORG#o / KEY#k               key metadata (listing)
- *  KEYHASH#sha256 / KEY        lookup record used by authentication (source of truth for revocation)
+ *  KEYHASH#sha256 / KEY        lookup record used by authentication (source of truth for revocation),
+ *                              carrying a copy of what authentication needs from the user (userAuth)
  *  ORG#o / BALANCE#u           balance in cents (ADD under a condition)
+ *
+ * The user item is the source of truth for role, assigned connections and deletion. Every change to
+ * them adds 1 to the user's `authVersion` in the same write, then copies them (with that version) onto
+ * each of the user's key lookup items before the change is answered (syncUserKeys); a copy is written
+ * only over an older version, so concurrent changes end with the newest everywhere. A new key gets its
+ * copy after both of its items exist. Authentication then needs one read: the key lookup item; a lookup
+ * item without a copy (older data, or a key not yet synced) falls back to reading the user item.
  */
 export interface Org {
   id: string;
@@ -42,7 +50,37 @@ export interface KeyRecord {
   revokedAt?: string | null;
 }
 
+/** The copy of the user's authentication facts on a key lookup item. */
+export interface UserAuth {
+  role: Role;
+  connectionIds: string[];
+  deleted: boolean;
+}
+
+/** A key lookup record as authentication reads it. */
+export interface KeyLookup extends KeyRecord {
+  userAuth?: UserAuth;
+  userVersion?: number;
+}
+
 const orgPk = (orgId: string) => `ORG#${orgId}`;
+const hashPk = (keyHash: string) => `KEYHASH#${keyHash}`;
+
+/** Copies the user's authentication facts (at `version`) onto one key lookup item, unless it holds newer. */
+async function copyUserAuth(keyHash: string, auth: UserAuth, version: number): Promise<void> {
+  await db.patch(
+    hashPk(keyHash),
+    'KEY',
+    { userAuth: auth, userVersion: version },
+    { condition: 'attribute_not_exists(userVersion) OR userVersion < :v', values: { ':v': version } },
+  );
+}
+
+const authOf = (item: Record<string, unknown>): UserAuth => ({
+  role: item.role as Role,
+  connectionIds: (item.connectionIds as string[] | undefined) ?? [],
+  deleted: !!item.deletedAt,
+});
 
 export const authStore = {
   async createOrg(name: string): Promise<Org> {
@@ -115,28 +153,30 @@ export const authStore = {
     userId: string,
     changes: Partial<Pick<User, 'name' | 'role' | 'connectionIds'>>,
   ): Promise<User | undefined> {
-    const item = await db.patch(
-      orgPk(orgId),
-      `USER#${userId}`,
-      { ...changes, updatedAt: nowIso() },
-      {
-        condition: 'attribute_not_exists(deletedAt)',
-      },
-    );
-    return item ? (strip(item) as unknown as User) : undefined;
+    const item = await bumpAuth(orgId, userId, { ...changes, updatedAt: nowIso() });
+    if (!item) return undefined;
+    await authStore.syncUserKeys(orgId, userId, item);
+    return strip(item) as unknown as User;
+  },
+
+  /**
+   * Copies the user item's authentication facts onto each of the user's live key lookup items (idempotent;
+   * an older version never overwrites a newer one). `item` is the user item as just written, if known.
+   */
+  async syncUserKeys(orgId: string, userId: string, item?: Item): Promise<void> {
+    const user = item ?? (await db.get(orgPk(orgId), `USER#${userId}`));
+    if (!user) return;
+    const version = Number(user.authVersion ?? 0);
+    const keys = await authStore.listKeys(orgId, userId);
+    await Promise.all(keys.map((k) => copyUserAuth(k.keyHash, authOf(user), version)));
   },
 
   /** Soft-deletes the user (its id stays resolvable for history) and frees the email. */
   async deleteUser(orgId: string, user: User): Promise<boolean> {
-    const done = await db.patch(
-      orgPk(orgId),
-      `USER#${user.id}`,
-      { deletedAt: nowIso() },
-      {
-        condition: 'attribute_not_exists(deletedAt)',
-      },
-    );
+    const done = await bumpAuth(orgId, user.id, { deletedAt: nowIso() });
     if (!done) return false;
+    // A key issued while the user was being removed gets the deletion too.
+    await authStore.syncUserKeys(orgId, user.id, done);
     await db.delete(orgPk(orgId), `USEREMAIL#${user.email}`);
     return true;
   },
@@ -161,15 +201,18 @@ export const authStore = {
       expiresAt: input.expiresAt ?? null,
       lastUsedAt: null,
     };
-    const ok = await db.put({ pk: `KEYHASH#${record.keyHash}`, sk: 'KEY', ...record }, { ifAbsent: true });
+    const ok = await db.put({ pk: hashPk(record.keyHash), sk: 'KEY', ...record }, { ifAbsent: true });
     if (!ok) throw new Error('Key collision');
     await db.put({ pk: orgPk(orgId), sk: `KEY#${record.id}`, type: 'key', ...record });
+    // Read after both items exist: a concurrent member change either lists this key or is seen here.
+    const user = await db.get(orgPk(orgId), `USER#${userId}`);
+    if (user) await copyUserAuth(record.keyHash, authOf(user), Number(user.authVersion ?? 0));
     return { record, key };
   },
 
-  async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
-    const item = await db.get(`KEYHASH#${hash}`, 'KEY');
-    return item ? (strip(item) as unknown as KeyRecord) : undefined;
+  async findKeyByHash(hash: string): Promise<KeyLookup | undefined> {
+    const item = await db.get(hashPk(hash), 'KEY');
+    return item ? (strip(item) as unknown as KeyLookup) : undefined;
   },
 
   async getKey(orgId: string, keyId: string): Promise<KeyRecord | undefined> {
@@ -188,7 +231,7 @@ export const authStore = {
   /** Revokes: the lookup record first (authentication stops at once), then the listing record. */
   async revokeKey(record: KeyRecord): Promise<void> {
     const at = nowIso();
-    await db.patch(`KEYHASH#${record.keyHash}`, 'KEY', { revokedAt: at });
+    await db.patch(hashPk(record.keyHash), 'KEY', { revokedAt: at });
     await db.patch(orgPk(record.orgId), `KEY#${record.id}`, { revokedAt: at });
   },
 
@@ -199,7 +242,7 @@ export const authStore = {
     const cond = 'attribute_not_exists(lastUsedAt) OR lastUsedAt = :null OR lastUsedAt < :cutoff';
     const values = { ':cutoff': cutoff, ':null': null };
     const updated = await db.patch(
-      `KEYHASH#${record.keyHash}`,
+      hashPk(record.keyHash),
       'KEY',
       { lastUsedAt: at },
       {
@@ -210,3 +253,31 @@ export const authStore = {
     if (updated) await db.patch(orgPk(record.orgId), `KEY#${record.id}`, { lastUsedAt: at });
   },
 };
+
+/**
+ * Applies `changes` to a live user item and adds 1 to its authVersion in the same conditional write.
+ * Returns the new item, or undefined when the user is missing or deleted.
+ */
+async function bumpAuth(
+  orgId: string,
+  userId: string,
+  changes: Record<string, unknown>,
+): Promise<Item | undefined> {
+  const names: Record<string, string> = { '#v': 'authVersion' };
+  const values: Record<string, unknown> = { ':one': 1 };
+  const sets = Object.entries(changes)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v], i) => {
+      names[`#c${i}`] = k;
+      values[`:c${i}`] = v;
+      return `#c${i} = :c${i}`;
+    });
+  return db.update({
+    pk: orgPk(orgId),
+    sk: `USER#${userId}`,
+    update: `ADD #v :one${sets.length ? ` SET ${sets.join(', ')}` : ''}`,
+    condition: 'attribute_exists(pk) AND attribute_not_exists(deletedAt)',
+    names,
+    values,
+  });
+}

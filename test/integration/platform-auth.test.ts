@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { generateKey } from '../../shared/auth/key-material';
 import { authStore } from '../../shared/auth/store';
+import { db } from '../../shared/platform/db/store';
 import { startTestServer, type TestServer } from '../support/server';
 
 describe('authentication and authorization', () => {
@@ -122,5 +123,69 @@ describe('authentication and authorization', () => {
       'x@other.example',
     ]);
     expect((await s.call('GET', '/keys', { key: other.key })).body.data).toHaveLength(1);
+  });
+  it('applies a member’s role change to every key it holds before answering, both ways', async () => {
+    const member = await s.call('POST', '/members', { body: { email: 'promo@example.com', name: 'Promo' } });
+    const id = member.body.data.id;
+    const keys = await Promise.all(
+      ['a', 'b'].map(
+        async (name) => (await s.call('POST', `/members/${id}/keys`, { body: { name } })).body.data.key,
+      ),
+    );
+    for (const k of keys) expect(await status(k, '/members')).toBe(403);
+    expect((await s.call('PATCH', `/members/${id}`, { body: { role: 'admin' } })).status).toBe(200);
+    for (const k of keys) expect(await status(k, '/members')).toBe(200);
+    expect((await s.call('PATCH', `/members/${id}`, { body: { role: 'member' } })).status).toBe(200);
+    for (const k of keys) expect(await status(k, '/members')).toBe(403);
+  });
+
+  it('reads the user item for a key lookup record without the user’s copy (older data)', async () => {
+    const member = await s.call('POST', '/members', {
+      body: { email: 'legacy@example.com', name: 'Legacy' },
+    });
+    const id = member.body.data.id;
+    const { record, key } = await authStore.createKey(s.app.orgId, id, { name: 'old', scopes: ['*'] });
+    expect((await authStore.findKeyByHash(record.keyHash))?.userAuth).toEqual({
+      role: 'member',
+      connectionIds: [],
+      deleted: false,
+    });
+    await db.patch(`KEYHASH#${record.keyHash}`, 'KEY', { userAuth: undefined, userVersion: undefined });
+    expect(await status(key, '/members')).toBe(403);
+    // A change written to the user item alone (as older code did) is what this key gets.
+    await db.patch(`ORG#${s.app.orgId}`, `USER#${id}`, { role: 'admin' });
+    expect(await status(key, '/members')).toBe(200);
+    await db.patch(`ORG#${s.app.orgId}`, `USER#${id}`, { deletedAt: new Date().toISOString() });
+    expect(await status(key, '/')).toBe(401);
+  });
+
+  it('never lets an older copy of the user overwrite a newer one on a key', async () => {
+    const member = await s.call('POST', '/members', { body: { email: 'race@example.com', name: 'Race' } });
+    const id = member.body.data.id;
+    const { record, key } = await authStore.createKey(s.app.orgId, id, { name: 'k', scopes: ['*'] });
+    const v = (await authStore.findKeyByHash(record.keyHash))!.userVersion!;
+    // A newer change already reached the key (its user item write is not shown here)…
+    await db.patch(`KEYHASH#${record.keyHash}`, 'KEY', {
+      userAuth: { role: 'admin', connectionIds: [], deleted: false },
+      userVersion: v + 5,
+    });
+    // …so a late copy of the older user item leaves it alone.
+    await authStore.syncUserKeys(s.app.orgId, id);
+    expect((await authStore.findKeyByHash(record.keyHash))?.userVersion).toBe(v + 5);
+    expect(await status(key, '/members')).toBe(200);
+    // A real change numbers past it: every change adds one to the user item's version.
+    await db.patch(`ORG#${s.app.orgId}`, `USER#${id}`, { authVersion: v + 5 });
+    expect((await s.call('PATCH', `/members/${id}`, { body: { role: 'member' } })).status).toBe(200);
+    expect((await authStore.findKeyByHash(record.keyHash))?.userVersion).toBe(v + 6);
+    expect(await status(key, '/members')).toBe(403);
+  });
+
+  it('refuses a key issued to a user that is being (or was) removed', async () => {
+    const member = await s.call('POST', '/members', { body: { email: 'late@example.com', name: 'Late' } });
+    const user = (await authStore.getUser(s.app.orgId, member.body.data.id))!;
+    expect(await authStore.deleteUser(s.app.orgId, user)).toBe(true);
+    const { key, record } = await authStore.createKey(s.app.orgId, user.id, { name: 'late', scopes: ['*'] });
+    expect((await authStore.findKeyByHash(record.keyHash))?.userAuth?.deleted).toBe(true);
+    expect(await status(key, '/')).toBe(401);
   });
 });
