@@ -9,7 +9,8 @@ export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/
 /**
  * Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). Once the
  * key is known (and grants the route's scope), the organization's rate-limit count and the route's
- * prefetch start alongside the user lookup; orgRateLimit and the route await them.
+ * prefetch start; the user's role and connections usually come with the key (see store.ts), otherwise
+ * the user lookup runs alongside them. orgRateLimit and the route await them.
  */
 /** Starts the route's prefetch (if any); a request that ends before using it ignores its outcome. */
 function beginPrefetch(req: HttpRequest, orgId: string): void {
