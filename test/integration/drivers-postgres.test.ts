@@ -180,6 +180,23 @@ describe('PostgreSQL driver', () => {
     expect(e.details).toMatchObject({ code: '42703', position: 8 });
   });
 
+  it('reports the statement’s own error, not the pipelined FETCH behind it, and the pool stays usable', async () => {
+    // Rejected at DECLARE (the FETCH sent with it fails as well, unreported) and at FETCH time.
+    for (const [sql, code] of [
+      [`SELECT nope FROM ${T}`, '42703'],
+      ['SELECT 1 / (g - 3) FROM generate_series(1, 5) g', '22012'],
+      ['SELECT $1::int AS n', '22P02'],
+    ] as const) {
+      const e = await failure(runReadOnly(target(), sql, { params: sql.includes('$1') ? ['x'] : [] }));
+      expect(e.code).toBe('QUERY_FAILED');
+      expect(e.details).toMatchObject({ code });
+    }
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5, 6].map((n) => runReadOnly(target(), 'SELECT $1::int AS n', { params: [n] })),
+    );
+    expect(results.map((r) => r.rows)).toEqual([1, 2, 3, 4, 5, 6].map((n) => [{ n }]));
+  });
+
   it('maps a missing privilege at query time to 422 QUERY_FAILED (42501)', async () => {
     const e = await failure(runReadOnly(target(), `SELECT * FROM ${SECRET}`));
     expect(e.code).toBe('QUERY_FAILED');

@@ -3,6 +3,7 @@
  *   BEGIN READ ONLY; SET LOCAL statement_timeout = …; SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'
  *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>   (SELECT / VALUES; extended protocol: one statement only)
  *   FETCH n FROM loupe_cursor …                             (until maxRows + 1 rows or the byte cap)
+ * The first three are pipelined (sent together, one round trip); later FETCHes follow one at a time.
  *   ROLLBACK                                                (sent before the answer returns; not awaited, see below)
  * EXPLAIN and SHOW run as one extended-protocol query inside the same transaction.
  * The ROLLBACK that ends a read is written to the socket at once (pg sends it synchronously when the
@@ -102,7 +103,9 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     connectionTimeoutMillis: 10_000,
     application_name: 'loupe',
     types: typeParsers,
-  });
+    // Queries are written as soon as they are issued (a read's first three go out together, see query).
+    pipeline: true,
+  } as pg.PoolConfig);
   // An idle client that loses its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
 
@@ -171,38 +174,52 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       const statement = withoutTrailingSemicolons(text);
       const values = opts.params ?? [];
       const result = await withClient(async (c, releaseAfter) => {
-        await c.query(
-          `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}; ` +
-            `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`,
-        );
         const clientTimeout = opts.timeoutMs + 5_000;
         const kind = opts.kind ?? 'select';
         const collector = new RowCollector(opts.maxRows, opts.maxBytes);
         let columns: string[] = [];
         let rowCount: number | undefined;
+        // Our own fixed text, one simple-query message (never user SQL).
+        const begin = c.query(
+          `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}; ` +
+            `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`,
+        );
         if (readOnly && (kind === 'select' || kind === 'values')) {
-          await c.query({
+          // The pool's clients pipeline: BEGIN, DECLARE (the user's statement, extended protocol with its
+          // parameters) and the first FETCH go out together and are answered in order, in one round trip.
+          // Should BEGIN fail, DECLARE fails too (a cursor needs a transaction block): nothing runs outside
+          // the read-only transaction. Each reply is awaited in order; the first failure is the one reported.
+          const declare = c.query({
             text: CURSOR_PREFIX + statement,
             values,
             queryMode: 'extended',
             query_timeout: clientTimeout,
           } as pg.QueryConfig);
-          let batch = 50;
-          for (;;) {
-            if (Date.now() > deadline) throw new QueryTimeoutError(opts.timeoutMs);
-            const want = Math.min(batch, opts.maxRows + 1 - collector.rows.length);
-            const r = await c.query({
+          const fetch = (want: number) =>
+            c.query({
               text: `FETCH ${want} FROM loupe_cursor`,
               rowMode: 'array',
               query_timeout: clientTimeout,
             } as pg.QueryConfig);
+          let batch = 50;
+          let want = Math.min(batch, opts.maxRows + 1);
+          let next = fetch(want);
+          for (const p of [begin, declare, next]) p.catch(() => {}); // each is awaited below, in order
+          await begin;
+          await declare;
+          for (;;) {
+            const r = await next;
             if (columns.length === 0) columns = uniqueColumns(r.fields.map((f) => f.name));
             let full = false;
             for (const row of r.rows as unknown[][]) if (!collector.add(rowOf(columns, row))) full = true;
             if (full || r.rows.length < want) break;
+            if (Date.now() > deadline) throw new QueryTimeoutError(opts.timeoutMs);
             batch = Math.min(batch * 4, 2000);
+            want = Math.min(batch, opts.maxRows + 1 - collector.rows.length);
+            next = fetch(want);
           }
         } else {
+          await begin;
           const r = await c.query({
             text: statement,
             values,
