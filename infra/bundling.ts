@@ -1,16 +1,45 @@
 import { mkdirSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { join, relative } from 'node:path';
-import { type BuildOptions, build, type Metafile } from 'esbuild';
+import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
 import { bundleDirOf, type FunctionEntry, ROOT } from './functions';
 
 /** Node version of the Lambda runtime (`nodejs24.x`); esbuild targets the same. */
 export const NODE_MAJOR = 24;
 
+const builtins = new Set(builtinModules.flatMap((m) => (m.startsWith('node:') ? [m] : [m, `node:${m}`])));
+
+/**
+ * Loads Node built-ins with require() instead of ESM `import`. An ESM import of a built-in builds a
+ * module facade that reads every export, which runs lazy getters: importing `node:http` that way loads
+ * Node's bundled undici (fetch, WebSocket), 10–15 ms per cold start for nothing. require() returns the
+ * same module object without the facade; esbuild wraps it like any CommonJS module.
+ */
+const builtinsViaRequire: Plugin = {
+  name: 'builtins-via-require',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
+      if (!builtins.has(args.path) || args.kind === 'require-call') return undefined;
+      return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
 /**
  * The one set of esbuild options for every function, used by the CDK stack (through
  * `bundleFunctions`) and by `npm run build`. ESM, minified, linked source maps without sources
  * (smaller; stack traces only need mappings), code splitting so lazily imported modules (database
- * drivers, model client) load only when used, and the AWS SDK v3 left to the Lambda runtime.
+ * drivers, model client, SQL parsers) load only when used.
+ *
+ * The AWS SDK v3 is bundled, not left to the Lambda runtime's copy: importing the runtime's
+ * @aws-sdk/client-dynamodb and lib-dynamodb from node_modules took 80–100 ms per cold start here
+ * (hundreds of files resolved and compiled), while the tree-shaken, minified clients add about
+ * 220 KiB to the start bundle (still far under 1 MB) and load 40–70 ms faster (bench cold-start,
+ * interleaved runs). It also pins the SDK version we test against.
  */
 export const esbuildSettings = {
   bundle: true,
@@ -24,7 +53,6 @@ export const esbuildSettings = {
   treeShaking: true,
   legalComments: 'none',
   mainFields: ['module', 'main'],
-  external: ['@aws-sdk/*'],
   entryNames: 'index',
   chunkNames: 'chunks/[name]-[hash]',
   outExtension: { '.js': '.mjs' },
@@ -34,6 +62,7 @@ export const esbuildSettings = {
   },
   logLevel: 'error',
   metafile: true,
+  plugins: [builtinsViaRequire],
 } as const satisfies BuildOptions;
 
 /** Environment every function gets for the runtime (besides the stack's resource variables). */
