@@ -1,4 +1,11 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+// The error classes only (small): the client itself is imported on first use in provider.ts.
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from 'openai/core/error';
 import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
@@ -124,7 +131,7 @@ export async function callModel(call: ModelCall): Promise<ModelTurn> {
       failure = e;
     }
     const rejected =
-      failure instanceof OpenAI.APIError && failure.status === 400 && !content && !calls.length && attempt < 3
+      failure instanceof APIError && failure.status === 400 && !content && !calls.length && attempt < 3
         ? Object.keys(optional).filter((k) => failure instanceof Error && failure.message.includes(k))
         : [];
     if (!rejected.length) break;
@@ -150,17 +157,16 @@ export async function callModel(call: ModelCall): Promise<ModelTurn> {
 /** Maps a provider or network failure to an AppError whose message helps the operator fix it. */
 export function providerError(e: unknown): AppError {
   if (isAppError(e)) return e;
-  if (e instanceof OpenAI.APIUserAbortError)
-    return new AppError(499, 'CLIENT_CLOSED', 'The request was cancelled.');
-  if (e instanceof OpenAI.APIConnectionTimeoutError)
+  if (e instanceof APIUserAbortError) return new AppError(499, 'CLIENT_CLOSED', 'The request was cancelled.');
+  if (e instanceof APIConnectionTimeoutError)
     return new AppError(504, 'AI_PROVIDER_TIMEOUT', 'The model provider did not answer in time; try again.');
-  if (e instanceof OpenAI.APIConnectionError)
+  if (e instanceof APIConnectionError)
     return new AppError(
       502,
       'AI_PROVIDER_ERROR',
       'The model provider could not be reached; check OPENAI_BASE_URL and the network.',
     );
-  if (e instanceof OpenAI.APIError) {
+  if (e instanceof APIError) {
     const status = e.status ?? 0;
     const said = cleanProviderMessage(e.message);
     if (status === 401 || status === 403)

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { config } from '../platform/config';
 import { AppError } from '../platform/errors';
 import { logger } from '../platform/logger';
@@ -61,12 +61,15 @@ export async function aiProvider(): Promise<AiProvider | null> {
   if (!apiKey && !baseURL) return null;
   const model = found.model ?? cfg.LOUPE_MODEL;
   const sig = JSON.stringify([apiKey, baseURL, model]);
-  if (built?.sig !== sig)
+  if (built?.sig !== sig) {
+    // Imported here, not at module top: the client library is ~150 KiB that a function needs only
+    // when a request actually calls the model (esbuild puts it in a lazy chunk).
+    const { default: OpenAIClient } = await import('openai');
     built = {
       sig,
       provider: {
         model,
-        client: new OpenAI({
+        client: new OpenAIClient({
           apiKey: apiKey ?? NO_KEY,
           baseURL: baseURL ?? undefined,
           timeout: 60_000,
@@ -74,6 +77,7 @@ export async function aiProvider(): Promise<AiProvider | null> {
         }),
       },
     };
+  }
   return built.provider;
 }
 
