@@ -1,4 +1,4 @@
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 
 /** What the model secret may hold: the bare API key, or JSON with the key and optional endpoint/model. */
 export interface ModelSecret {
@@ -15,8 +15,10 @@ let client: SecretsManagerClient | undefined;
  * "LOUPE_MODEL"|"model": "..."}. An empty secret (or the placeholder the stack creates) means "not set".
  */
 export async function readModelSecret(arn: string, sm?: SecretsManagerClient): Promise<ModelSecret> {
-  client ??= new SecretsManagerClient({});
-  const out = await (sm ?? client).send(new GetSecretValueCommand({ SecretId: arn }));
+  // Imported on first use: only the AWS runtime reads the secret, once a minute at most.
+  const sdk = await import('@aws-sdk/client-secrets-manager');
+  const sender = sm ?? (client ??= new sdk.SecretsManagerClient({}));
+  const out = await sender.send(new sdk.GetSecretValueCommand({ SecretId: arn }));
   return parseModelSecret(
     out.SecretString ?? (out.SecretBinary ? Buffer.from(out.SecretBinary).toString('utf8') : ''),
   );

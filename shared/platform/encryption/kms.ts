@@ -1,8 +1,11 @@
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import type { KMSClient } from '@aws-sdk/client-kms';
 import { open, seal } from './aes';
 import { canonicalContext, type Encryption, type EncryptionContext } from './port';
 
 const PREFIX = 'kms1';
+
+/** The KMS client library, imported on first use (the local runtime and most requests never need it). */
+const kmsSdk = () => import('@aws-sdk/client-kms');
 
 /**
  * KMS envelope encryption: a fresh data key per secret from GenerateDataKey (under the encryption
@@ -11,12 +14,19 @@ const PREFIX = 'kms1';
 export class KmsEncryption implements Encryption {
   constructor(
     private readonly keyId: string,
-    private readonly kms: KMSClient = new KMSClient({}),
+    private kms?: KMSClient,
   ) {}
 
+  private async client() {
+    const sdk = await kmsSdk();
+    this.kms ??= new sdk.KMSClient({});
+    return { sdk, kms: this.kms };
+  }
+
   async encrypt(plaintext: string, context: EncryptionContext): Promise<string> {
-    const dk = await this.kms.send(
-      new GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: context }),
+    const { sdk, kms } = await this.client();
+    const dk = await kms.send(
+      new sdk.GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: context }),
     );
     if (!dk.Plaintext || !dk.CiphertextBlob) throw new Error('KMS returned no data key');
     const key = Buffer.from(dk.Plaintext);
@@ -37,8 +47,9 @@ export class KmsEncryption implements Encryption {
   async decrypt(ciphertext: string, context: EncryptionContext): Promise<string> {
     const [prefix, edk, iv, tag, ct] = ciphertext.split(':');
     if (prefix !== PREFIX || !edk || !iv || !tag || ct === undefined) throw new Error('Not a KMS ciphertext');
-    const out = await this.kms.send(
-      new DecryptCommand({
+    const { sdk, kms } = await this.client();
+    const out = await kms.send(
+      new sdk.DecryptCommand({
         CiphertextBlob: Buffer.from(edk, 'base64'),
         EncryptionContext: context,
         KeyId: this.keyId,

@@ -1,6 +1,9 @@
-import { type MessageAttributeValue, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import { checkSend } from './limits';
 import type { Queue } from './port';
+
+/** The SQS client library, imported on first send (most requests enqueue nothing). */
+const sqsSdk = () => import('@aws-sdk/client-sqs');
 
 /**
  * Queue port on SQS standard queues (one per worker, URLs from LOUPE_QUEUE_URLS). Standard queues have
@@ -9,7 +12,7 @@ import type { Queue } from './port';
 export class SqsQueue implements Queue {
   constructor(
     private readonly urls: Record<string, string>,
-    private readonly sqs: SQSClient = new SQSClient({}),
+    private sqs?: SQSClient,
   ) {}
 
   async send(worker: string, body: unknown, opts: { delaySeconds?: number; dedupeId?: string } = {}) {
@@ -19,8 +22,10 @@ export class SqsQueue implements Queue {
     const attributes: Record<string, MessageAttributeValue> | undefined = opts.dedupeId
       ? { dedupeId: { DataType: 'String', StringValue: opts.dedupeId } }
       : undefined;
+    const sdk = await sqsSdk();
+    this.sqs ??= new sdk.SQSClient({});
     await this.sqs.send(
-      new SendMessageCommand({
+      new sdk.SendMessageCommand({
         QueueUrl: url,
         MessageBody: text,
         DelaySeconds: opts.delaySeconds,
