@@ -54,11 +54,7 @@ export async function recordQuery(
  */
 export function startQueryRecord(orgId: string, connectionId: string) {
   const pk = connPk(orgId, connectionId);
-  // Started on the next turn of the event loop: the caller's statement is on its way to the database
-  // first, and the store client's own work (marshalling, signing) overlaps that round trip.
-  const seq = new Promise<number>((resolve, reject) =>
-    setImmediate(() => db.increment(pk, COUNTER, 'seq').then(resolve, reject)),
-  );
+  const seq = db.increment(pk, COUNTER, 'seq');
   seq.catch(() => {}); // reported by write
   return {
     async write(entry: Omit<QueryHistoryEntry, 'id' | 'sequence' | 'createdAt'>): Promise<void> {
