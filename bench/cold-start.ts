@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { NODE_FLAGS } from '../infra/bundling';
 import { type BenchModule, median, ms } from './context';
 
 /** Target: median cold start (fresh process → one answered request) under 150 ms. */
@@ -13,11 +14,11 @@ interface Sample {
   requestMs: number;
 }
 
-/** One fresh Node process (the Lambda runtime's flags); wall time from spawn to exit. */
+/** One fresh Node process with the deployed functions' flags (NODE_FLAGS); wall time from spawn to exit. */
 function runOnce(env: Record<string, string>): Promise<Sample> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ['--enable-source-maps', CHILD], {
+    const child = spawn(process.execPath, [...NODE_FLAGS, CHILD], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -99,7 +100,7 @@ export const coldStart: BenchModule = {
       head: ['function', 'request', 'median', 'minus baseline', 'import', 'first request', 'target < 150 ms'],
       rows,
       notes: [
-        `baseline (node --enable-source-maps, imports nothing): median ${ms(base)} over ${ctx.runs} runs; every figure is a median of ${ctx.runs} runs`,
+        `baseline (node with the functions' flags [${NODE_FLAGS.join(' ')}], imports nothing): median ${ms(base)} over ${ctx.runs} runs; every figure is a median of ${ctx.runs} runs`,
         '"import" and "first request" are measured inside the process; "median" is spawn-to-exit wall time.',
       ],
       overTarget,
