@@ -17,7 +17,8 @@ let client: SecretsManagerClient | undefined;
 export async function readModelSecret(arn: string, sm?: SecretsManagerClient): Promise<ModelSecret> {
   // Imported on first use: only the AWS runtime reads the secret, once a minute at most.
   const sdk = await import('@aws-sdk/client-secrets-manager');
-  const sender = sm ?? (client ??= new sdk.SecretsManagerClient({}));
+  if (!sm) client ??= new sdk.SecretsManagerClient({});
+  const sender = sm ?? client!;
   const out = await sender.send(new sdk.GetSecretValueCommand({ SecretId: arn }));
   return parseModelSecret(
     out.SecretString ?? (out.SecretBinary ? Buffer.from(out.SecretBinary).toString('utf8') : ''),
