@@ -1,9 +1,7 @@
 import * as api from '../../shared/discovery/api';
 import { SCOPES } from '../../shared/http/endpoint';
-import { allEndpoints } from '../../shared/http/endpoints';
 import { httpHandler } from '../../shared/http/handler';
 import { resourceMetadataUrl } from '../../shared/http/middleware/auth';
-import { buildOpenApi } from '../../shared/http/openapi';
 import { on } from '../../shared/http/route';
 
 let openapi: string | undefined;
@@ -19,7 +17,15 @@ export const handler = httpHandler([
     },
   })),
   on(api.getOpenApi, async ({ baseUrl }) => {
-    openapi ??= JSON.stringify(buildOpenApi(allEndpoints, baseUrl));
+    if (openapi === undefined) {
+      // Every group's endpoint specs (and their zod schemas) load only when the document is first asked
+      // for, not at each cold start of this function (esbuild puts them in a lazy chunk).
+      const [{ allEndpoints }, { buildOpenApi }] = await Promise.all([
+        import('../../shared/http/endpoints'),
+        import('../../shared/http/openapi'),
+      ]);
+      openapi = JSON.stringify(buildOpenApi(allEndpoints, baseUrl));
+    }
     return {
       raw: { body: openapi, contentType: 'application/json' },
       headers: { 'Cache-Control': 'public, max-age=300' },
