@@ -12,7 +12,7 @@ import { resetEncryption } from '../../shared/platform/encryption';
 import { bootstrapLocal } from './bootstrap';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { type LocalService, startupTasks } from './startup';
-import { startStoreProcess } from './store';
+import { startLocalStore, startStoreProcess } from './store';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 import './demo';
 import './workers';
@@ -36,6 +36,12 @@ export interface LocalOptions {
   /** Extra environment for this runtime (applied to process.env before configuration is read). */
   env?: Record<string, string | undefined>;
   log?: (line: string) => void;
+  /**
+   * Runs the store (dynalite) in a child process instead of this one (a crash of it then stops the
+   * runtime). Off by default: on the 2-core machine it measured slower for the query path whenever
+   * other work shares the cores (each store call then waits for the other process to be scheduled).
+   */
+  storeProcess?: boolean;
 }
 
 const STAGE = 'v1';
@@ -70,14 +76,15 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
   resetConfig();
   resetDocumentClient();
   resetEncryption();
-  // The store runs in its own process (as DynamoDB is its own service); if it dies, so does the runtime.
-  const store = await startStoreProcess(dataDir, config().LOUPE_TABLE_NAME, {
-    onCrash: (reason) => {
-      console.error(reason);
-      log(reason);
-      process.exit(1);
-    },
-  });
+  const store = opts.storeProcess
+    ? await startStoreProcess(dataDir, config().LOUPE_TABLE_NAME, {
+        onCrash: (reason) => {
+          console.error(reason);
+          log(reason);
+          process.exit(1);
+        },
+      })
+    : await startLocalStore(dataDir, config().LOUPE_TABLE_NAME);
   process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
   resetConfig();
   resetDocumentClient();

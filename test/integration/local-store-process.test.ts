@@ -1,9 +1,11 @@
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startLocal } from '../../infra/local/app';
 import { runningStoreEndpoint, startStoreProcess } from '../../infra/local/store';
+import { generateKey } from '../../shared/auth/key-material';
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -73,5 +75,27 @@ describe('local store process', () => {
     expect(alive(child.pid!)).toBe(true);
     child.disconnect(); // what the parent's death does
     expect(await until(() => !alive(child.pid!))).toBe(true);
+  });
+  it('runs the local runtime on a store process when asked, and stops that process with the runtime', async () => {
+    const children = () =>
+      execFileSync('ps', ['-o', 'args=', '--ppid', String(process.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.includes('store-process.mjs'));
+    const key = generateKey();
+    const app = await startLocal({
+      port: 0,
+      dataDir: tempDir(),
+      storeProcess: true,
+      env: { LOUPE_ADMIN_KEY: key, LOUPE_LOG_LEVEL: 'SILENT', LOUPE_DEMO_DATA: 'false' },
+      log: () => {},
+    });
+    try {
+      expect(children()).toHaveLength(1);
+      const r = await fetch(`${app.url}/keys`, { headers: { authorization: `Bearer ${key}` } });
+      expect(r.status).toBe(200);
+    } finally {
+      await app.stop();
+    }
+    expect(children()).toHaveLength(0);
   });
 });
