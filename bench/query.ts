@@ -220,7 +220,7 @@ export const query: BenchModule = {
       }
       // For scale: one store round trip (GetItem through the service's own document client, dynalite in
       // this process). The query path makes five store calls (key with the user's
-      // copy, rate count, connection, history sequence, history entry) in three sequential steps.
+      // copy, rate count, connection, history sequence, history entry) in four sequential steps.
       const store: number[] = [];
       for (let i = 0; i < 120; i++) {
         const started = performance.now();
@@ -228,7 +228,7 @@ export const query: BenchModule = {
         if (i >= 20) store.push(performance.now() - started);
       }
       notes.push(
-        `one store round trip (GetItem via the service's document client to the local dynalite): median ${ms(median(store))}, p95 ${ms(p95(store))}. The query path makes 5 store calls in 3 sequential steps: the API key (carrying the user's role and connections); the org rate count and the connection together; the history entry after the statement (the history sequence runs alongside the statement).`,
+        `one store round trip (GetItem via the service's document client to the local dynalite): median ${ms(median(store))}, p95 ${ms(p95(store))}. The query path makes 5 store calls in 4 sequential steps: the API key (carrying the user's role and connections); the org rate count and the connection together; the history sequence alongside the statement (the longer of the two); the history entry.`,
         'API: POST /v1/connections/{id}/query over a keep-alive HTTP/1.1 socket to the local runtime in this process (auth, org rate limit, connection load, password decrypt, guard, pooled driver, query history), answer read as text.',
         'bare: pg.Pool in this process running the same SQL, then JSON.stringify(rows). Runs are interleaved, alternating which goes first; "median / p95" per side.',
         '"in driver" is the executionTime the API reports (the driver call: transaction, cursor, fetches, value normalization).',
