@@ -11,6 +11,8 @@ export default defineConfig({
     maxWorkers: 2,
     env: { LOUPE_LOG_LEVEL: 'SILENT' },
     // CI also writes a JSON report, from which .ci/run prints a plain "N passed, N failed" line.
-    reporters: process.env.CI ? ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]] : ['default'],
+    reporters: process.env.CI
+      ? ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]]
+      : ['default'],
   },
 });
