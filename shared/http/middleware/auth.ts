@@ -6,12 +6,6 @@ import { type HttpRequest, headerOf } from './state';
 
 export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/oauth-protected-resource`;
 
-/**
- * Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). Once the
- * key is known (and grants the route's scope), the organization's rate-limit count and the route's
- * prefetch start; the user's role and connections usually come with the key (see store.ts), otherwise
- * the user lookup runs alongside them. orgRateLimit and the route await them.
- */
 /** Starts the route's prefetch (if any); a request that ends before using it ignores its outcome. */
 function beginPrefetch(req: HttpRequest, orgId: string): void {
   const prefetch = req.state.route!.prefetch;
@@ -26,6 +20,12 @@ function beginPrefetch(req: HttpRequest, orgId: string): void {
   req.state.prefetched = { orgId, value };
 }
 
+/**
+ * Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). Once the
+ * key is known (and grants the route's scope), the organization's rate-limit count and the route's
+ * prefetch start; the user's role and connections usually come with the key (see store.ts), otherwise
+ * the user lookup runs alongside them. orgRateLimit and the route await them.
+ */
 export function auth(): MiddlewareObj {
   return {
     before: async (request) => {
