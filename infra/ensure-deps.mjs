@@ -1,0 +1,10 @@
+// Runs before `npm start` and `npm test` (plain JavaScript, so any installed node can run it): on a
+// fresh clone it installs the locked dependencies, which also brings the pinned Node 24.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+if (!existsSync('node_modules/.package-lock.json') || !existsSync('node_modules/.bin/node')) {
+  console.log('Installing dependencies (npm ci)…');
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
