@@ -43,19 +43,6 @@ export async function runReadOnly(
   return runChecked(target, text, options);
 }
 
-/**
- * Runs a statement that is allowed to write (approved queries on a connection with readOnly false).
- * No guard; still one statement under the timeout and caps. Callers own that decision.
- */
-export async function runApproved(
-  target: ConnectionTarget,
-  text: string,
-  opts: Partial<QueryOptions> = {},
-): Promise<QueryResult> {
-  if (typeof text !== 'string' || !text.trim()) throw validationError('The statement is empty.');
-  return runChecked(target, text, { ...resolveOptions(opts), readOnly: false });
-}
-
 async function runChecked(
   target: ConnectionTarget,
   text: string,

@@ -10,7 +10,7 @@
  * client is idle, which it is after the last FETCH) but the result does not wait for its reply: the client
  * returns to the pool when the reply arrives, or is discarded if ROLLBACK fails. Nothing was written, so
  * the rows are final either way. A frozen Lambda instance holds at most a pending reply; the database
- * has already received ROLLBACK. Writes (runApproved) await COMMIT.
+ * has already received ROLLBACK. Writes (readOnly: false) await COMMIT.
  * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
  */
 import pg from 'pg';

@@ -54,8 +54,3 @@ export function orgRateLimit(): MiddlewareObj {
     },
   };
 }
-
-/** Tests start from a fresh instance. */
-export function resetInstanceLimits(): void {
-  discovery = undefined;
-}
