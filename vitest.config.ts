@@ -1,4 +1,9 @@
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Test processes trust the CA of the local HTTPS receivers (test/support/https-receiver.ts). Node reads
+// NODE_EXTRA_CA_CERTS only at process start, so it is set here, before vitest forks its workers.
+process.env.NODE_EXTRA_CA_CERTS = join(import.meta.dirname, 'test', 'fixtures', 'tls', 'ca.pem');
 
 export default defineConfig({
   test: {
