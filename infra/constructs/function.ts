@@ -72,6 +72,12 @@ export class LoupeFunction extends Construct {
         resources: [this.logGroup.logGroupArn],
       }),
     );
+    // Lambda creates network interfaces in the subnets with the function's own role; CDK adds this
+    // policy only to roles it creates itself.
+    if (props.vpc)
+      this.role.addManagedPolicy(
+        iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaVPCAccessExecutionRole'),
+      );
     this.function = new lambda.Function(this, 'Function', {
       functionName,
       runtime: lambda.Runtime.NODEJS_24_X,
