@@ -9,7 +9,8 @@ import { AppError, validationError } from '../platform/errors';
 import { connectionStages, diagnose, factsOf, sanitize } from './diagnosis';
 import { driverFor } from './drivers/index';
 import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
-import { assertReadOnly } from './sql-guard';
+import { assertPgCallsAllowed } from './guard/pg-catalog';
+import { verifyRead } from './sql-guard';
 
 export const QUERY_DEFAULTS = {
   maxRows: 1000,
@@ -38,9 +39,19 @@ export async function runReadOnly(
   text: string,
   opts: Partial<QueryOptions> = {},
 ): Promise<QueryResult> {
-  const statement = await assertReadOnly(target.type, text);
+  const statement = await verifyRead(target.type, text, { allowedFunctions: target.allowedFunctions });
   const options = { ...resolveOptions(opts), readOnly: true, kind: statement.kind };
+  if (statement.pg) await assertPgCallsAllowed(target, statement.pg, (sql, o) => catalogRead(target, sql, o));
   return runChecked(target, text, options);
+}
+
+/** The function rule's catalog lookup: one read on the connection's own read-only path. */
+function catalogRead(
+  target: ConnectionTarget,
+  text: string,
+  opts: Partial<QueryOptions>,
+): Promise<QueryResult> {
+  return runChecked(target, text, { ...resolveOptions(opts), readOnly: true, kind: 'select' });
 }
 
 async function runChecked(
