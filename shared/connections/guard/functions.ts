@@ -178,7 +178,12 @@ export const mssqlBuiltins = new Set(
   stdevp str string_agg string_escape string_split stuff substring sum suser_name suser_sname switchoffset
   sysdatetime sysdatetimeoffset system_user sysutcdatetime tan timefromparts todatetimeoffset translate trim
   try_cast try_convert try_parse type_id type_name unicode upper user_name var varp year generate_series
-  openjson`.split(/\s+/),
+  openjson has_perms_by_name has_dbaccess is_member is_rolemember is_srvrolemember objectproperty
+  objectpropertyex indexproperty indexkey_property databaseproperty databasepropertyex serverproperty
+  collationproperty typeproperty object_definition original_login suser_id user_id ident_current ident_seed
+  ident_incr file_name filegroup_name fileproperty db_name database_principal_id sessionproperty
+  context_info session_context error_number compress decompress bit_count left_shift right_shift get_bit
+  set_bit dateadd datename eomonth string_split trim ltrim rtrim`.split(/\s+/),
 );
 
 /** SQLite built-in scalar, aggregate, window, date and JSON functions and read-only table-valued ones. */
