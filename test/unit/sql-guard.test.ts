@@ -332,6 +332,40 @@ describe('read-only guard: function allow lists', () => {
   });
 });
 
+describe('read-only guard: the second grammar (sqlparser-rs) keeps every check', () => {
+  // node-sql-parser rejects these (window functions on SQLite, CHARACTER SET casts on MySQL); the
+  // statements are then verified by sqlparser-rs with the same token checks and function rule.
+  const refusedViaFallback: [DbType, string, string][] = [
+    ['SQLITE', 'SELECT rank() OVER (ORDER BY id) AS r, my_fn(1) FROM t', 'FUNCTION'],
+    ['SQLITE', "SELECT rank() OVER (ORDER BY id) AS r FROM t, pragma_journal_mode('wal')", 'FUNCTION'],
+    ['SQLITE', "SELECT rank() OVER (ORDER BY id) AS r, load_extension('x') FROM t", 'FUNCTION'],
+    [
+      'SQLITE',
+      "SELECT rank() OVER (ORDER BY id) FROM t WHERE id IN (SELECT readfile('/etc/passwd'))",
+      'FUNCTION',
+    ],
+    ['SQLITE', 'SELECT rank() OVER (ORDER BY id) AS r FROM t; DELETE FROM t', 'MULTIPLE_STATEMENTS'],
+    ['MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4), my_fn(a) FROM t', 'FUNCTION'],
+    ['MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4) FROM t FOR UPDATE', 'LOCKING_READ'],
+    ['MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4) INTO @x FROM t', 'SELECT_INTO'],
+  ];
+  for (const [type, sql, statementType] of refusedViaFallback)
+    it(`${type} refuses ${JSON.stringify(sql)} as ${statementType}`, async () => {
+      const e = await refusal(type, sql);
+      expect(e.code).toBe('READ_ONLY_VIOLATION');
+      expect((e.details as { statementType: string }).statementType).toBe(statementType);
+    });
+
+  it('allows the reads node-sql-parser could not parse', async () => {
+    expect(
+      (await assertReadOnly('SQLITE', 'SELECT name, rank() OVER (ORDER BY score DESC) AS rank FROM t')).kind,
+    ).toBe('select');
+    expect(
+      (await assertReadOnly('MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4) FROM t')).kind,
+    ).toBe('select');
+  });
+});
+
 describe('classifyStatement', () => {
   it('classifies reads and writes with the guard', async () => {
     expect(await classifyStatement('POSTGRES', 'SELECT 1')).toEqual({
