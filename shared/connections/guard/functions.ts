@@ -159,7 +159,18 @@ export const mysqlBuiltins = new Set(
   system_user tan time time_format time_to_sec timediff timestamp timestampadd timestampdiff to_base64
   to_char to_days to_seconds trim truncate ucase uncompress uncompressed_length unhex unix_timestamp upper
   user utc_date utc_time utc_timestamp uuid uuid_short uuid_to_bin values var_pop var_samp variance version
-  week weekday weekofyear weight_string year yearweek`.split(/\s+/),
+  week weekday weekofyear weight_string year yearweek nvl nvl2 trunc chr lengthb updatexml rownum add_months
+  months_between last_value boundary buffer centroid convexhull dimension endpoint envelope exteriorring
+  geometryn geometrytype glength interiorringn isclosed isempty isring issimple numgeometries
+  numinteriorrings numpoints pointn pointonsurface srid startpoint area x y contains crosses disjoint equals
+  intersects overlaps touches within astext aswkt asbinary aswkb geomfromtext geometryfromtext geomfromwkb
+  geometryfromwkb pointfromtext pointfromwkb linefromtext linefromwkb linestringfromtext linestringfromwkb
+  polyfromtext polyfromwkb polygonfromtext polygonfromwkb mpointfromtext mpointfromwkb multipointfromtext
+  multipointfromwkb mlinefromtext mlinefromwkb multilinestringfromtext multilinestringfromwkb
+  mpolyfromtext mpolyfromwkb multipolygonfromtext multipolygonfromwkb geomcollfromtext geomcollfromwkb
+  geometrycollectionfromtext geometrycollectionfromwkb mbrcontains mbrcoveredby mbrdisjoint mbrequal
+  mbrintersects mbroverlaps mbrtouches mbrwithin st_pointonsurface st_boundary st_relate st_simplify
+  st_validate st_collect json_arrayagg json_key_value`.split(/\s+/),
 );
 
 /** SQL Server built-in functions (no OPENROWSET-style remote access, no extended procedures). */
