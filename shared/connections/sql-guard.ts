@@ -250,13 +250,18 @@ export async function verifyRead(type: DbType, text: string, opts: GuardOptions 
   return statement;
 }
 
-/** The statement's kind: 'read' when assertReadOnly accepts it, else 'write' (exactly one statement, else the guard's 400). */
+/**
+ * The statement's kind: 'read' when assertReadOnly accepts it, else 'write' (exactly one statement,
+ * else the guard's 400). Without a connection the PostgreSQL catalog rule is not applied; use
+ * classifyOnConnection (run.ts) where the connection is known.
+ */
 export async function classifyStatement(
   type: DbType,
   text: string,
+  opts: GuardOptions = {},
 ): Promise<{ kind: 'read' | 'write'; statementType: string }> {
   try {
-    const { kind } = await assertReadOnly(type, text);
+    const { kind } = await assertReadOnly(type, text, opts);
     return { kind: 'read', statementType: kind.toUpperCase() };
   } catch (e) {
     if (!(e instanceof AppError) || e.code !== 'READ_ONLY_VIOLATION') throw e;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeAllDrivers } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { forgetCatalogVerdicts } from '../../shared/connections/guard/pg-catalog';
-import { runReadOnly } from '../../shared/connections/run';
+import { classifyOnConnection, runReadOnly } from '../../shared/connections/run';
 import { failure } from '../support/drivers';
 
 const suffix = `${process.pid}_${Date.now().toString(36)}`;
@@ -236,6 +236,22 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     // Remembered per connection: the second run costs no catalog lookup and answers the same.
     const again = await runReadOnly(target(), 'SELECT stable_plus(41) AS a');
     expect(again.rows[0]).toEqual({ a: 42 });
+    expect(await state()).toEqual(initial);
+  });
+
+  it('classifies with the connection: a read calling a volatile function is a write', async () => {
+    expect(await classifyOnConnection(target(), 'SELECT vol_delete()')).toEqual({
+      kind: 'write',
+      statementType: 'FUNCTION',
+    });
+    expect(await classifyOnConnection(target(), 'SELECT stable_plus(1)')).toEqual({
+      kind: 'read',
+      statementType: 'SELECT',
+    });
+    expect(await classifyOnConnection(target(), 'DELETE FROM u WHERE id = 1')).toEqual({
+      kind: 'write',
+      statementType: 'DELETE',
+    });
     expect(await state()).toEqual(initial);
   });
 
