@@ -9,6 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { ROOT } from '../infra/functions';
+import type { CatalogQuery } from '../shared/connections/guard/pg-catalog';
 import { type Dialect, lex } from '../shared/connections/sql-lexer';
 import type { DbServer } from '../test/support/databases';
 
@@ -157,6 +158,8 @@ const mariaType = (t: string) => {
 /** Validators: each answers whether the real database accepts a statement (EXPLAIN). */
 export interface Validator {
   accepts(s: CorpusStatement): Promise<boolean>;
+  /** PostgreSQL: runs the function rule's catalog lookup on the same server. */
+  catalog?: CatalogQuery;
   close(): Promise<void>;
 }
 
@@ -180,6 +183,10 @@ export async function postgresValidator(
       );
   }
   return {
+    async catalog(text, opts) {
+      const r = await client.query(text, opts.params);
+      return { columns: [], rows: r.rows, rowCount: r.rows.length, executionTime: 0 };
+    },
     async accepts(s) {
       if (!schemas.has(s.db)) return false;
       try {

@@ -1,12 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DbType } from '../shared/connections/drivers/types';
+import { assertPgCallsAllowed } from '../shared/connections/guard/pg-catalog';
 import {
   checkWithSqlparser,
   loadSqlparser,
   type SqlparserDialect,
 } from '../shared/connections/guard/sqlparser';
-import { assertReadOnly } from '../shared/connections/sql-guard';
+import { assertReadOnly, verifyRead } from '../shared/connections/sql-guard';
 import { type DbServer, startMariadb, startPostgres } from '../test/support/databases';
 import type { BenchModule } from './context';
 import { assertReadOnly as assertReadOnlyBefore } from './guard-before';
@@ -123,6 +124,18 @@ export const guard: BenchModule = {
         const texts = accepted.map((s) => s.sql);
         const before = await measure(texts, (sql) => assertReadOnlyBefore(dialect, sql));
         const after = await measure(texts, (sql) => assertReadOnly(dialect, sql));
+        // PostgreSQL's function rule also asks the server's catalog (untimed: one lookup per new name
+        // per connection, then remembered); its refusals count as refusals after.
+        const catalog = validator?.catalog;
+        if (dialect === 'POSTGRES' && catalog)
+          for (const sql of texts) {
+            if (after.refused.includes(sql)) continue;
+            const read = await verifyRead('POSTGRES', sql);
+            if (read.pg)
+              await assertPgCallsAllowed({ id: 'bench-corpus', version: '1' }, read.pg, catalog).catch(() =>
+                after.refused.push(sql),
+              );
+          }
         const spDialect = sqlparserDialect[dialect];
         const sqlparserAlone = spDialect
           ? (await measure(texts, (sql) => checkWithSqlparser(spDialect, sql))).refused.length
@@ -162,7 +175,7 @@ export const guard: BenchModule = {
       notes.push(`Wrote ${CORPUS_FIXTURE}.`);
     }
     notes.push(
-      'Candidates: distinct statements of the corpus files (answers separated by ; split); valid: accepted by EXPLAIN on the corpus schemas (queries on databases without a schema in the corpus are dropped). Times are per statement, first check (no memo hit); PostgreSQL excludes the per-connection catalog lookup of function names (cached per warm instance). "sqlparser-rs alone": its parse and read classification without the token checks.',
+      'Candidates: distinct statements of the corpus files (answers separated by ; split); valid: accepted by EXPLAIN on the corpus schemas (queries on databases without a schema in the corpus are dropped). Times are per statement, first check (no memo hit); the PostgreSQL time excludes the catalog lookup of function names (one query per new name per connection, then remembered), whose refusals are counted. "sqlparser-rs alone": its parse and read classification without the token checks.',
     );
     return {
       head: [
