@@ -22,7 +22,7 @@ import { AppError, validationError } from '../platform/errors';
 import type { DbType } from './drivers/types';
 import { readOnlyViolation } from './guard/errors';
 import { isOtherDenied, type OtherDialect, otherFunctionProblem, pgDenied } from './guard/functions';
-import { checkPostgres, loadPgParser, type PgFunctionCall } from './guard/pg';
+import { checkPostgres, loadPgParser, type PgCalls, type PgFunctionCall } from './guard/pg';
 import { checkWithSqlparser, loadSqlparser, sqlparserLoaded } from './guard/sqlparser';
 import { parseMongoQuery } from './mongo-query';
 import { type Dialect, interpretations, type LexResult, lex, type Token } from './sql-lexer';
@@ -38,8 +38,8 @@ export interface ReadStatement {
 
 /** What the guard verified, with the calls the function rule still has to check per connection. */
 export interface VerifiedRead extends ReadStatement {
-  /** PostgreSQL: functions and operators for the catalog check (guard/pg-catalog.ts). */
-  pg?: { functions: PgFunctionCall[]; operators: string[] };
+  /** PostgreSQL: functions, operators and field names for the catalog check (guard/pg-catalog.ts). */
+  pg?: PgCalls;
   /** Other SQL dialects: every called function's name parts (schema first), lower-cased. */
   calls?: string[][];
 }
@@ -372,7 +372,10 @@ function checkPg(text: string, readings: LexResult[], first: string): VerifiedRe
   }
   const read = checkPostgres(text);
   for (const f of extra) assertNotDenied('pg', f.name);
-  return { kind: read.kind, pg: { functions: [...read.functions, ...extra], operators: read.operators } };
+  return {
+    kind: read.kind,
+    pg: { functions: [...read.functions, ...extra], operators: read.operators, attributes: read.attributes },
+  };
 }
 
 const article = (w: string) => (/^[AEIOU]/i.test(w) ? 'an' : 'a');

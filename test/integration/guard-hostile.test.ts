@@ -93,6 +93,9 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
       CREATE FUNCTION ovl(x text) RETURNS int LANGUAGE sql VOLATILE AS 'DELETE FROM u WHERE id = 3 RETURNING 1';
       CREATE FUNCTION vol_op(a int, b int) RETURNS int LANGUAGE sql VOLATILE AS 'DELETE FROM u WHERE id = 4 RETURNING a';
       CREATE OPERATOR ### (LEFTARG = int, RIGHTARG = int, FUNCTION = vol_op);
+      CREATE FUNCTION vol_attr(u) RETURNS int LANGUAGE sql VOLATILE AS 'INSERT INTO side_effects DEFAULT VALUES RETURNING 1';
+      CREATE FUNCTION any_attr(anyelement) RETURNS int LANGUAGE sql VOLATILE AS 'INSERT INTO side_effects DEFAULT VALUES RETURNING 1';
+      CREATE FUNCTION stable_attr(u) RETURNS text LANGUAGE sql STABLE AS 'SELECT $1.v || ''!''';
       CREATE SCHEMA app;
       CREATE FUNCTION app.vol_delete() RETURNS int LANGUAGE sql VOLATILE AS 'DELETE FROM u WHERE id = 5 RETURNING 1';
       CREATE FUNCTION app.stable_plus(x int) RETURNS int LANGUAGE sql STABLE AS 'SELECT x + 2';
@@ -181,6 +184,13 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     'SELECT * FROM ROWS FROM (generate_series(1, 2), vol_log(1)) AS r(a, b)',
     'VALUES (vol_log(1))',
     'EXPLAIN SELECT vol_delete()',
+    // Functional notation: t.f is f(t) when t has no column f
+    'SELECT u.vol_attr FROM u',
+    'SELECT (u).vol_attr FROM u',
+    'SELECT (u.*).vol_attr FROM u',
+    'SELECT x.vol_attr FROM u AS x WHERE x.id = 1',
+    'SELECT u.any_attr FROM u',
+    'SELECT public.u.vol_attr FROM public.u',
     // Built-ins that write, sleep or read outside the database
     "SELECT nextval('s')",
     "SELECT setval('s', 10)",
@@ -225,6 +235,9 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     expect(ts.details).toMatchObject({ statementType: 'FUNCTION', function: 'ts_stat' });
     const q = await failure(runReadOnly(target(), 'SELECT app.vol_delete()'));
     expect(q.details).toMatchObject({ function: 'app.vol_delete' });
+    const a = await failure(runReadOnly(target(), 'SELECT (u).vol_attr FROM u'));
+    expect(a.details).toMatchObject({ statementType: 'FUNCTION', function: 'vol_attr' });
+    expect(a.message).toMatch(/written as a field/);
   });
 
   it('allows owner-defined stable functions, immutable and stable built-ins and the reviewed volatile ones', async () => {
@@ -291,6 +304,7 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     'SELECT id FROM u WHERE id = ANY (ARRAY[1, 2, 3]) AND v IS NOT NULL ORDER BY id',
     "SELECT coalesce(nullif(v, ''), 'none') || '!' AS v, greatest(id, 5), least(id, 5) FROM u LIMIT 2",
     'TABLE side_effects',
+    'SELECT u.stable_attr, (u).id, u.v FROM u WHERE u.id = 1',
     'EXPLAIN SELECT * FROM u WHERE id = 1',
     'SHOW search_path',
   ];

@@ -5,7 +5,9 @@
  * in the session's search path when unqualified) is IMMUTABLE or STABLE (`pg_proc.provolatile` in
  * 'i', 's'), or lives in pg_catalog and is on the reviewed list of harmless volatile built-ins. One
  * safe overload is not enough (`ts_rewrite` has an immutable one and a volatile one that runs SQL
- * text). Operators are held to the same rule through the function behind them (`pg_operator.oprcode`).
+ * text). Operators are held to the same rule through the function behind them (`pg_operator.oprcode`),
+ * and so are names written as fields (`t.f`, `(t).f`), which PostgreSQL resolves to `f(t)` when `t`
+ * has no such column (functional notation; one-argument functions of a row or pseudo type).
  *
  * The verdicts are per connection: names found safe are remembered for this warm instance
  * (CATALOG_TTL_MS, keyed by connection id and version), so a repeated statement costs no catalog
@@ -15,11 +17,11 @@
 import type { ConnectionTarget, QueryOptions, QueryResult } from '../drivers/types';
 import { readOnlyViolation } from './errors';
 import { pgReviewedVolatile } from './functions';
-import type { PgFunctionCall } from './pg';
+import type { PgCalls, PgFunctionCall } from './pg';
 
 export const CATALOG_TTL_MS = 5 * 60_000;
 const MAX_CONNECTIONS = 200;
-const MAX_NAMES_PER_CONNECTION = 2000;
+const MAX_NAMES_PER_CONNECTION = 5000;
 
 interface Known {
   expires: number;
@@ -32,6 +34,7 @@ export type CatalogQuery = (text: string, opts: Partial<QueryOptions>) => Promis
 
 const fnKey = (c: PgFunctionCall) => `f\u0000${c.schema ?? ''}\u0000${c.name}`;
 const opKey = (op: string) => `o\u0000${op}`;
+const attrKey = (name: string) => `a\u0000${name}`;
 
 /** Forgets every remembered verdict (tests; a connection's catalog changed). */
 export function forgetCatalogVerdicts(): void {
@@ -52,7 +55,12 @@ UNION ALL
 SELECT 'o', o.oprname, n.nspname, p.provolatile, n.nspname = ANY (pg_catalog.current_schemas(true))
   FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode
- WHERE o.oprname = ANY ($2::text[])`;
+ WHERE o.oprname = ANY ($2::text[])
+UNION ALL
+SELECT 'a', p.proname, n.nspname, p.provolatile, n.nspname = ANY (pg_catalog.current_schemas(true))
+  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+  JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
+ WHERE p.proname = ANY ($3::text[]) AND p.pronargs = 1 AND t.typtype IN ('c', 'p', 'd')`;
 
 /**
  * Throws 400 READ_ONLY_VIOLATION naming the first function (or operator) the catalog of `target`
@@ -60,10 +68,10 @@ SELECT 'o', o.oprname, n.nspname, p.provolatile, n.nspname = ANY (pg_catalog.cur
  */
 export async function assertPgCallsAllowed(
   target: Pick<ConnectionTarget, 'id' | 'version'>,
-  calls: { functions: PgFunctionCall[]; operators: string[] },
+  calls: PgCalls,
   query: CatalogQuery,
 ): Promise<void> {
-  if (calls.functions.length === 0 && calls.operators.length === 0) return;
+  if (calls.functions.length === 0 && calls.operators.length === 0 && calls.attributes.length === 0) return;
   const cacheKey = `${target.id}\u0000${target.version}`;
   const now = Date.now();
   let entry = known.get(cacheKey);
@@ -76,9 +84,10 @@ export async function assertPgCallsAllowed(
   const safe = entry.safe;
   const fns = calls.functions.filter((c) => !safe.has(fnKey(c)));
   const ops = [...new Set(calls.operators)].filter((o) => !safe.has(opKey(o)));
-  if (fns.length === 0 && ops.length === 0) return;
+  const attrs = [...new Set(calls.attributes)].filter((a) => !safe.has(attrKey(a)));
+  if (fns.length === 0 && ops.length === 0 && attrs.length === 0) return;
   const result = await query(CATALOG_SQL, {
-    params: [[...new Set(fns.map((f) => f.name))], ops],
+    params: [[...new Set(fns.map((f) => f.name))], ops, attrs],
     maxRows: 10_000,
     timeoutMs: 10_000,
   });
@@ -120,5 +129,16 @@ export async function assertPgCallsAllowed(
         { function: op },
       );
     if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(opKey(op));
+  }
+  // t.f / (t).f: a one-argument function of a row (or any) type that the notation would call.
+  for (const name of attrs) {
+    const overloads = rows.filter((r) => r.kind === 'a' && r.name === name && r.in_path);
+    if (overloads.some((r) => !overloadOk(r)))
+      throw readOnlyViolation(
+        'FUNCTION',
+        `The function ${name}() is not allowed in a read-only query: written as a field (x.${name}), PostgreSQL calls it, and the database marks it VOLATILE.`,
+        { function: name },
+      );
+    if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(attrKey(name));
   }
 }

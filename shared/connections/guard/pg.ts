@@ -96,10 +96,17 @@ function parsePg(text: string): Record<string, unknown>[] {
   }
 }
 
-export interface PgRead extends ReadStatement {
+export interface PgCalls {
   functions: PgFunctionCall[];
   operators: string[];
+  /**
+   * Names written as fields (`t.f`, `(t).f`): PostgreSQL calls a one-argument function `f(t)` when `t`
+   * has no column `f` (functional notation), so each is checked as a possible call.
+   */
+  attributes: string[];
 }
+
+export interface PgRead extends ReadStatement, PgCalls {}
 
 /** Verifies `text` as exactly one PostgreSQL read; throws 400 READ_ONLY_VIOLATION otherwise. */
 export function checkPostgres(text: string): PgRead {
@@ -113,7 +120,7 @@ export function checkPostgres(text: string): PgRead {
   const stmt = stmts[0];
   const [node] = Object.keys(stmt);
   const body = stmt[node] as Record<string, unknown>;
-  const found = { functions: [] as PgFunctionCall[], operators: [] as string[] };
+  const found: PgCalls = { functions: [], operators: [], attributes: [] };
   if (node === 'SelectStmt') {
     walk(body, found, 0, 'SelectStmt');
     return { kind: body.valuesLists ? 'values' : 'select', ...found };
@@ -150,12 +157,7 @@ const nameOf = (n: unknown): string | undefined => {
   return typeof s === 'string' ? s : undefined;
 };
 
-function walk(
-  node: unknown,
-  found: { functions: PgFunctionCall[]; operators: string[] },
-  depth: number,
-  key: string,
-): void {
+function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
   if (depth > MAX_PG_DEPTH)
     throw readOnlyViolation('TOO_DEEP', 'The statement is nested too deeply to be verified.');
   if (Array.isArray(node)) {
@@ -195,6 +197,16 @@ function walk(
       );
     found.functions.push(schema ? { schema, name } : { name });
   }
+  if (key === 'ColumnRef') {
+    const fields = ((o.fields ?? []) as unknown[]).map(nameOf);
+    const last = fields[fields.length - 1];
+    if (fields.length >= 2 && last) found.attributes.push(last);
+  }
+  if (key === 'A_Indirection')
+    for (const i of (o.indirection ?? []) as unknown[]) {
+      const name = nameOf(i);
+      if (name) found.attributes.push(name);
+    }
   if (key === 'A_Expr' || key === 'OpExpr') {
     const parts = ((o.name ?? []) as unknown[]).map(nameOf).filter((p): p is string => !!p);
     const op = parts[parts.length - 1];
