@@ -374,7 +374,12 @@ function checkPg(text: string, readings: LexResult[], first: string): VerifiedRe
   for (const f of extra) assertNotDenied('pg', f.name);
   return {
     kind: read.kind,
-    pg: { functions: [...read.functions, ...extra], operators: read.operators, attributes: read.attributes },
+    pg: {
+      functions: [...read.functions, ...extra],
+      operators: read.operators,
+      attributes: read.attributes,
+      casts: read.casts,
+    },
   };
 }
 

@@ -96,6 +96,9 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
       CREATE FUNCTION vol_attr(u) RETURNS int LANGUAGE sql VOLATILE AS 'INSERT INTO side_effects DEFAULT VALUES RETURNING 1';
       CREATE FUNCTION any_attr(anyelement) RETURNS int LANGUAGE sql VOLATILE AS 'INSERT INTO side_effects DEFAULT VALUES RETURNING 1';
       CREATE FUNCTION stable_attr(u) RETURNS text LANGUAGE sql STABLE AS 'SELECT $1.v || ''!''';
+      CREATE TYPE pair AS (a int, b int);
+      CREATE FUNCTION vol_cast(int) RETURNS pair LANGUAGE sql VOLATILE AS 'INSERT INTO side_effects DEFAULT VALUES RETURNING ROW($1, $1)::pair';
+      CREATE CAST (int AS pair) WITH FUNCTION vol_cast(int);
       CREATE SCHEMA app;
       CREATE FUNCTION app.vol_delete() RETURNS int LANGUAGE sql VOLATILE AS 'DELETE FROM u WHERE id = 5 RETURNING 1';
       CREATE FUNCTION app.stable_plus(x int) RETURNS int LANGUAGE sql STABLE AS 'SELECT x + 2';
@@ -191,6 +194,9 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     'SELECT x.vol_attr FROM u AS x WHERE x.id = 1',
     'SELECT u.any_attr FROM u',
     'SELECT public.u.vol_attr FROM public.u',
+    // An explicit cast that runs an owner-defined volatile function
+    'SELECT 1::pair',
+    'SELECT CAST(id AS pair) FROM u',
     // Built-ins that write, sleep or read outside the database
     "SELECT nextval('s')",
     "SELECT setval('s', 10)",
@@ -238,6 +244,8 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     const a = await failure(runReadOnly(target(), 'SELECT (u).vol_attr FROM u'));
     expect(a.details).toMatchObject({ statementType: 'FUNCTION', function: 'vol_attr' });
     expect(a.message).toMatch(/written as a field/);
+    const c = await failure(runReadOnly(target(), 'SELECT 1::pair'));
+    expect(c.details).toMatchObject({ statementType: 'FUNCTION', function: 'cast to pair' });
   });
 
   it('allows owner-defined stable functions, immutable and stable built-ins and the reviewed volatile ones', async () => {
@@ -305,6 +313,8 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     "SELECT coalesce(nullif(v, ''), 'none') || '!' AS v, greatest(id, 5), least(id, 5) FROM u LIMIT 2",
     'TABLE side_effects',
     'SELECT u.stable_attr, (u).id, u.v FROM u WHERE u.id = 1',
+    // A column named like a built-in that takes an internal argument (the TABLESAMPLE method) is a column.
+    'SELECT x.system, x.bernoulli FROM (SELECT 1 AS system, 2 AS bernoulli) x',
     'EXPLAIN SELECT * FROM u WHERE id = 1',
     'SHOW search_path',
   ];

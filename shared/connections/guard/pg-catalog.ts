@@ -7,7 +7,10 @@
  * safe overload is not enough (`ts_rewrite` has an immutable one and a volatile one that runs SQL
  * text). Operators are held to the same rule through the function behind them (`pg_operator.oprcode`),
  * and so are names written as fields (`t.f`, `(t).f`), which PostgreSQL resolves to `f(t)` when `t`
- * has no such column (functional notation; one-argument functions of a row or pseudo type).
+ * has no such column (functional notation; one-argument functions of a row or pseudo type), and
+ * explicit casts (`x::t`) to a type whose casts run a function. What owner-defined objects run
+ * implicitly (views, row-level security policies, domain checks, implicit casts) stays the owner's
+ * design; the read-only transaction and the session reset still apply to it.
  *
  * The verdicts are per connection: names found safe are remembered for this warm instance
  * (CATALOG_TTL_MS, keyed by connection id and version), so a repeated statement costs no catalog
@@ -35,6 +38,7 @@ export type CatalogQuery = (text: string, opts: Partial<QueryOptions>) => Promis
 const fnKey = (c: PgFunctionCall) => `f\u0000${c.schema ?? ''}\u0000${c.name}`;
 const opKey = (op: string) => `o\u0000${op}`;
 const attrKey = (name: string) => `a\u0000${name}`;
+const castKey = (name: string) => `c\u0000${name}`;
 
 /** Forgets every remembered verdict (tests; a connection's catalog changed). */
 export function forgetCatalogVerdicts(): void {
@@ -60,7 +64,13 @@ UNION ALL
 SELECT 'a', p.proname, n.nspname, p.provolatile, n.nspname = ANY (pg_catalog.current_schemas(true))
   FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
   JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0]
- WHERE p.proname = ANY ($3::text[]) AND p.pronargs = 1 AND t.typtype IN ('c', 'p', 'd')`;
+ WHERE p.proname = ANY ($3::text[]) AND p.pronargs = 1 AND t.typtype IN ('c', 'p', 'd') AND t.typname <> 'internal'
+UNION ALL
+SELECT 'c', t.typname, n.nspname, p.provolatile, true
+  FROM pg_catalog.pg_cast c JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
+  JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+  JOIN pg_catalog.pg_proc p ON p.oid = c.castfunc
+ WHERE t.typname = ANY ($4::text[])`;
 
 /**
  * Throws 400 READ_ONLY_VIOLATION naming the first function (or operator) the catalog of `target`
@@ -71,7 +81,13 @@ export async function assertPgCallsAllowed(
   calls: PgCalls,
   query: CatalogQuery,
 ): Promise<void> {
-  if (calls.functions.length === 0 && calls.operators.length === 0 && calls.attributes.length === 0) return;
+  if (
+    calls.functions.length === 0 &&
+    calls.operators.length === 0 &&
+    calls.attributes.length === 0 &&
+    calls.casts.length === 0
+  )
+    return;
   const cacheKey = `${target.id}\u0000${target.version}`;
   const now = Date.now();
   let entry = known.get(cacheKey);
@@ -85,9 +101,10 @@ export async function assertPgCallsAllowed(
   const fns = calls.functions.filter((c) => !safe.has(fnKey(c)));
   const ops = [...new Set(calls.operators)].filter((o) => !safe.has(opKey(o)));
   const attrs = [...new Set(calls.attributes)].filter((a) => !safe.has(attrKey(a)));
-  if (fns.length === 0 && ops.length === 0 && attrs.length === 0) return;
+  const casts = [...new Set(calls.casts)].filter((c) => !safe.has(castKey(c)));
+  if (fns.length === 0 && ops.length === 0 && attrs.length === 0 && casts.length === 0) return;
   const result = await query(CATALOG_SQL, {
-    params: [[...new Set(fns.map((f) => f.name))], ops, attrs],
+    params: [[...new Set(fns.map((f) => f.name))], ops, attrs, casts],
     maxRows: 10_000,
     timeoutMs: 10_000,
   });
@@ -140,5 +157,17 @@ export async function assertPgCallsAllowed(
         { function: name },
       );
     if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(attrKey(name));
+  }
+  // x::t runs the cast's function, if the cast has one.
+  for (const name of casts) {
+    const overloads = rows.filter((r) => r.kind === 'c' && r.name === name);
+    const bad = overloads.find((r) => !overloadOk(r));
+    if (bad)
+      throw readOnlyViolation(
+        'FUNCTION',
+        `The cast to ${name} is not allowed in a read-only query: it runs a function the database marks VOLATILE.`,
+        { function: `cast to ${name}` },
+      );
+    if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(castKey(name));
   }
 }

@@ -104,6 +104,8 @@ export interface PgCalls {
    * has no column `f` (functional notation), so each is checked as a possible call.
    */
   attributes: string[];
+  /** Type names of explicit casts (`x::t`, `CAST(x AS t)`): a cast may run a function. */
+  casts: string[];
 }
 
 export interface PgRead extends ReadStatement, PgCalls {}
@@ -120,7 +122,7 @@ export function checkPostgres(text: string): PgRead {
   const stmt = stmts[0];
   const [node] = Object.keys(stmt);
   const body = stmt[node] as Record<string, unknown>;
-  const found: PgCalls = { functions: [], operators: [], attributes: [] };
+  const found: PgCalls = { functions: [], operators: [], attributes: [], casts: [] };
   if (node === 'SelectStmt') {
     walk(body, found, 0, 'SelectStmt');
     return { kind: body.valuesLists ? 'values' : 'select', ...found };
@@ -201,6 +203,11 @@ function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
     const fields = ((o.fields ?? []) as unknown[]).map(nameOf);
     const last = fields[fields.length - 1];
     if (fields.length >= 2 && last) found.attributes.push(last);
+  }
+  if (key === 'TypeCast') {
+    const names = (((o.typeName as { names?: unknown[] } | undefined)?.names ?? []) as unknown[]).map(nameOf);
+    const last = names[names.length - 1];
+    if (last) found.casts.push(last);
   }
   if (key === 'A_Indirection')
     for (const i of (o.indirection ?? []) as unknown[]) {
