@@ -83,11 +83,20 @@ const parsers = new Map<DbType, Parser>();
 /** Loads (once) the parser of `type`'s dialect so the synchronous checks below can use it. */
 async function loadParser(type: Exclude<DbType, 'MONGODB'>): Promise<void> {
   if (type === 'POSTGRES') return loadPgParser();
+  if (sqlparserFirst.has(type)) await loadSqlparser();
   if (parsers.has(type)) return;
   const mod = (await parserModules[type]()) as ParserModule & { default?: ParserModule };
   const Ctor = mod.Parser ?? mod.default?.Parser;
   if (!parsers.has(type)) parsers.set(type, new Ctor());
 }
+
+/**
+ * Dialects verified by sqlparser-rs first and node-sql-parser only when it cannot parse: SQLite,
+ * where node-sql-parser rejects window functions and more (23% of the corpus' valid reads) and
+ * sqlparser-rs is also faster (median 0.22 vs 0.35 ms per statement here). The other dialects keep
+ * node-sql-parser first (no corpus read refused) with sqlparser-rs as the second grammar.
+ */
+const sqlparserFirst = new Set<DbType>(['SQLITE']);
 
 const parserFor = (type: Exclude<DbType, 'MONGODB'>): Parser => {
   const p = parsers.get(type);
@@ -313,20 +322,29 @@ function checkSql(type: Exclude<DbType, 'MONGODB'>, text: string, depth: number)
   if (first === 'TABLE')
     throw readOnlyViolation('TABLE', 'Write the TABLE shorthand as SELECT * FROM … so it can be verified.');
 
+  const viaSqlparser = (): VerifiedRead => {
+    const read = checkWithSqlparser(dialect, text);
+    for (const parts of read.calls) assertNotDenied(dialect, parts[parts.length - 1]);
+    return read;
+  };
+  if (sqlparserFirst.has(type) && sqlparserLoaded())
+    try {
+      return viaSqlparser();
+    } catch (e) {
+      // Refusals stand; a statement sqlparser-rs cannot parse goes to node-sql-parser.
+      if (e instanceof AppError) throw e;
+    }
   let asts: unknown[];
   try {
     asts = parse(type, first === 'VALUES' ? valuesWrapper(type, text) : text);
   } catch (e) {
-    if (!sqlparserLoaded()) throw e;
-    let read: VerifiedRead;
+    if (!sqlparserLoaded() || sqlparserFirst.has(type)) throw e;
     try {
-      read = checkWithSqlparser(dialect, text);
+      return viaSqlparser();
     } catch (e2) {
       if (e2 instanceof AppError) throw e2;
       throw e;
     }
-    for (const parts of read.calls ?? []) assertNotDenied(dialect, parts[parts.length - 1]);
-    return read;
   }
   if (asts.length !== 1) throw multiple();
   const ast = asts[0] as Record<string, unknown>;
