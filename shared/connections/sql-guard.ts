@@ -11,12 +11,15 @@
  * Next to the parser, a dialect-aware tokenizer (sql-lexer.ts) checks the text under every
  * interpretation the server might apply, refusing: stacked statements, MySQL executable comments,
  * SELECT … INTO, locking reads, assignments, write keywords anywhere (data-modifying CTEs),
- * side-effecting functions, and on SQL Server EXEC / WAITFOR / OPENROWSET-style remote access.
- * MongoDB queries are JSON and checked in mongo-query.ts.
+ * denied functions, and on SQL Server EXEC / WAITFOR / OPENROWSET-style remote access. (On
+ * PostgreSQL the server's own grammar decides; the tokenizer adds the reading of strings with
+ * standard_conforming_strings off.) MongoDB queries are JSON and checked in mongo-query.ts.
  *
- * Parsers: PostgreSQL is verified on the server's own grammar (libpg-query, guard/pg.ts); MySQL,
- * MariaDB, SQL Server and SQLite on node-sql-parser. Function calls follow the allow-list rule of
- * guard/functions.ts (PostgreSQL: the connection's catalog, guard/pg-catalog.ts, applied by run.ts).
+ * Parsers: PostgreSQL is verified on the server's own grammar (libpg-query, guard/pg.ts); SQLite on
+ * sqlparser-rs first and node-sql-parser second; MySQL, MariaDB and SQL Server on node-sql-parser
+ * first and sqlparser-rs second (guard/sqlparser.ts). Function calls follow the allow-list rule of
+ * guard/functions.ts: by name here (allowedFunctions for stored functions), and for PostgreSQL also
+ * against the connection's catalog (guard/pg-catalog.ts), applied by runReadOnly (run.ts).
  */
 import { AppError, validationError } from '../platform/errors';
 import type { DbType } from './drivers/types';
@@ -491,8 +494,9 @@ const lockingRead = () =>
     'Locking reads (FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE, lock hints) are not allowed in a read-only query.',
   );
 
+/** EXPLAIN options of the dialects checked here (PostgreSQL's EXPLAIN is read from its parse tree). */
 const explainOptions: Record<Dialect, Set<string>> = {
-  pg: new Set(['ANALYZE', 'ANALYSE', 'VERBOSE']),
+  pg: new Set(),
   mysql: new Set(['EXTENDED', 'PARTITIONS', 'ANALYZE']),
   sqlite: new Set(['QUERY', 'PLAN']),
   mssql: new Set(),
@@ -510,10 +514,6 @@ function explain(
     throw readOnlyViolation('EXPLAIN', 'SQL Server has no EXPLAIN statement; use SELECT instead.');
   if (depth > 0) throw readOnlyViolation('EXPLAIN', 'EXPLAIN cannot be nested.');
   let i = 1;
-  if (dialect === 'pg' && tokens[1]?.value === '(') {
-    while (i < tokens.length && tokens[i].value !== ')') i++;
-    i++;
-  }
   for (;;) {
     const t = tokens[i];
     if (!t) break;
