@@ -53,6 +53,22 @@ describe.skipIf(!maria)('connection allowedFunctions', () => {
     expect(ok.body.data.rows).toEqual([{ n: 2 }]);
     expect((await q('SELECT del_t()')).status).toBe(400);
 
+    // Saving a saved query or widget checks the same rule with the same list.
+    const saved = await s.call('POST', '/saved-queries', {
+      body: {
+        name: `plus ${id}`,
+        query: 'SELECT plus_one({{x}}) AS n',
+        connectionId: id,
+        parameters: [{ name: 'x', type: 'number', required: true }],
+      },
+    });
+    expect(saved.status, saved.text).toBe(201);
+    const refusedSave = await s.call('POST', '/saved-queries', {
+      body: { name: `del ${id}`, query: 'SELECT del_t()', connectionId: id, parameters: [] },
+    });
+    expect(refusedSave.status).toBe(400);
+    expect(refusedSave.body.error.details).toMatchObject({ function: 'del_t', path: 'body.query' });
+
     const got = await s.call('GET', `/connections/${id}`);
     expect(got.body.data.allowedFunctions).toEqual(['plus_one']);
     await s.call('PATCH', `/connections/${id}`, { body: { allowedFunctions: [] } });
