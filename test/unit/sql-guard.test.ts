@@ -206,6 +206,11 @@ const refused: [DbType, string, string][] = [
   ['MSSQL', 'SELECT dbo.fn_writes(1)', 'FUNCTION'],
   ['SQLITE', 'SELECT my_app_fn(1)', 'FUNCTION'],
   ['SQLITE', "SELECT sqlite_log(1, 'x')", 'FUNCTION'],
+  // Table-valued functions count as calls
+  ['MSSQL', 'SELECT * FROM dbo.my_tvf(1) AS x JOIN t ON t.id = x.id', 'FUNCTION'],
+  ['MSSQL', 'SELECT * FROM t CROSS APPLY dbo.my_tvf(t.id) AS x', 'FUNCTION'],
+  ['SQLITE', 'SELECT * FROM my_vtab(1)', 'FUNCTION'],
+  ['MARIADB', 'SELECT * FROM (SELECT my_fn(1)) x', 'FUNCTION'],
   ['MARIADB', 'SELECT NEXTVAL(s)', 'FUNCTION'],
   ['MYSQL', 'DO SLEEP(5)', 'DO'],
   ['MYSQL', 'HANDLER t OPEN', 'HANDLER'],
