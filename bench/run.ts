@@ -1,6 +1,7 @@
 import { bundleSize } from './bundle-size';
 import { coldStart } from './cold-start';
 import { BenchContext, type BenchModule, type BenchReport } from './context';
+import { guard } from './guard';
 import { query } from './query';
 
 /**
@@ -10,7 +11,7 @@ import { query } from './query';
  * with an admin key, the function bundles). To add one, write `bench/<name>.ts` exporting a
  * `BenchModule` ({ name, description, run(ctx) → { head, rows, notes?, overTarget } }) and list it here.
  */
-export const benchModules: BenchModule[] = [bundleSize, coldStart, query];
+export const benchModules: BenchModule[] = [bundleSize, coldStart, query, guard];
 
 function args(argv: string[]) {
   const get = (flag: string) => {

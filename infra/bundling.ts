@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, relative } from 'node:path';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
@@ -19,7 +19,9 @@ const builtinsViaRequire: Plugin = {
   name: 'builtins-via-require',
   setup(b) {
     b.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
-      if (!builtins.has(args.path) || args.kind === 'require-call') return undefined;
+      // Dynamic import() keeps Node's own ESM module (named exports; the cost only arises when used).
+      if (!builtins.has(args.path) || args.kind === 'require-call' || args.kind === 'dynamic-import')
+        return undefined;
       return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin' };
     });
     b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
@@ -28,6 +30,47 @@ const builtinsViaRequire: Plugin = {
     }));
   },
 };
+
+/**
+ * The SQL guard's WebAssembly parsers (loaded lazily, each in its own chunk). libpg-query's Emscripten
+ * loader finds its .wasm through the CommonJS `__dirname`, which an ESM chunk does not have: it gets
+ * the chunk's own folder instead (resolved with the chunk's `require` from the banner), and `copyWasmAssets` puts the .wasm files where the chunks look
+ * (`chunks/libpg-query.wasm`; sqlparser-ts resolves `../wasm/…` from its chunk).
+ */
+const wasmParsers: Plugin = {
+  name: 'wasm-parsers',
+  setup(b) {
+    b.onLoad({ filter: /libpg-query[\\/]wasm[\\/]libpg-query\.js$/ }, (args) => ({
+      contents:
+        "var __loupeDirname=require('node:path').dirname(require.resolve('./libpg-query.wasm'));\n" +
+        readFileSync(args.path, 'utf8').replace(/\b__dirname\b/g, '__loupeDirname'),
+      loader: 'js',
+    }));
+  },
+};
+
+/** WebAssembly files next to the chunks that load them (see wasmParsers). */
+export const wasmAssets: { input: RegExp; from: string; to: string }[] = [
+  {
+    input: /libpg-query[\\/]wasm[\\/]libpg-query\.js$/,
+    from: 'node_modules/libpg-query/wasm/libpg-query.wasm',
+    to: 'chunks/libpg-query.wasm',
+  },
+  {
+    input: /@guanmingchiu[\\/]sqlparser-ts[\\/]/,
+    from: 'node_modules/@guanmingchiu/sqlparser-ts/wasm/sqlparser_rs_wasm_bg.wasm',
+    to: 'wasm/sqlparser_rs_wasm_bg.wasm',
+  },
+];
+
+function copyWasmAssets(meta: Metafile, dir: string, root: string): void {
+  const inputs = Object.keys(meta.inputs);
+  for (const a of wasmAssets)
+    if (inputs.some((i) => a.input.test(i))) {
+      mkdirSync(join(dir, a.to, '..'), { recursive: true });
+      copyFileSync(join(root, a.from), join(dir, a.to));
+    }
+}
 
 /**
  * The one set of esbuild options for every function, used by the CDK stack (through
@@ -62,7 +105,7 @@ export const esbuildSettings = {
   },
   logLevel: 'error',
   metafile: true,
-  plugins: [builtinsViaRequire],
+  plugins: [builtinsViaRequire, wasmParsers],
 } as const satisfies BuildOptions;
 
 /**
@@ -108,6 +151,7 @@ export async function bundleFunction(
     entryPoints: [join(root, fn.entry)],
     outdir: dir,
   });
+  copyWasmAssets(result.metafile, dir, root);
   return { fn, dir, ...sizes(result.metafile, relative(root, join(dir, 'index.mjs'))) };
 }
 

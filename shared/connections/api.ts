@@ -18,6 +18,22 @@ const port = z.number().int().min(1).max(65535);
 const database = z.string().trim().min(1).max(1024);
 const username = z.string().max(255);
 const password = z.string().max(4096);
+/** Stored functions reads may call (issue 8): `name` or `schema.name`, MySQL/MariaDB and SQL Server only. */
+const allowedFunctions = z
+  .array(
+    z
+      .string()
+      .trim()
+      .max(128)
+      .regex(
+        /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/,
+        'a function name or schema.name (letters, digits, _ and $)',
+      ),
+  )
+  .max(100)
+  .describe(
+    'Extension: stored (user-defined) functions the read-only guard lets reads call on MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`); built-ins need no listing, and functions that sleep, lock or read files stay refused',
+  );
 
 export const ConnectionCreate = z.object({
   name: z.string().trim().min(1).max(200),
@@ -34,6 +50,7 @@ export const ConnectionCreate = z.object({
     .boolean()
     .default(true)
     .describe('Extension: only approved queries may write, and only when readOnly is false'),
+  allowedFunctions: allowedFunctions.optional(),
 });
 export type ConnectionCreate = z.output<typeof ConnectionCreate>;
 
@@ -50,6 +67,7 @@ export const ConnectionUpdate = z.object({
   ssl: z.boolean().optional().describe('Alias of sslEnabled'),
   readOnly: z.boolean().optional(),
   isActive: z.boolean().optional(),
+  allowedFunctions: allowedFunctions.optional(),
 });
 export type ConnectionUpdate = z.output<typeof ConnectionUpdate>;
 
@@ -72,6 +90,7 @@ export const Connection = z.object({
   username: z.string(),
   sslEnabled: z.boolean(),
   readOnly: z.boolean(),
+  allowedFunctions: z.array(z.string()).describe('Extension: stored functions reads may call'),
   isActive: z.boolean(),
   lastTestedAt: z.string().nullable(),
   lastError: z.string().nullable(),

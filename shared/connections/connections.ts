@@ -6,6 +6,7 @@ import { newId, nowIso } from '../platform/ids';
 import type { ConnectionCreate, ConnectionUpdate } from './api';
 import { closeDriver } from './drivers';
 import type { DbType } from './drivers/types';
+import { isOtherDenied } from './guard/functions';
 import { dropCachedSchema } from './schema-store';
 import {
   type ConnectionRecord,
@@ -30,6 +31,7 @@ export function connectionView(r: ConnectionRecord) {
     username: r.username,
     sslEnabled: r.sslEnabled,
     readOnly: r.readOnly,
+    allowedFunctions: r.allowedFunctions ?? [],
     isActive: r.isActive,
     lastTestedAt: r.lastTestedAt,
     lastError: r.lastError,
@@ -99,6 +101,7 @@ interface Settings {
   username: string;
   sslEnabled: boolean;
   hasPassword: boolean;
+  allowedFunctions: string[];
 }
 
 /** Rules that depend on the database type, checked on the complete (created or merged) settings. */
@@ -106,6 +109,26 @@ export function settingsIssues(s: Settings): Issue[] {
   const issues: Issue[] = [];
   const bad = (path: string, message: string) =>
     issues.push({ path: `body.${path}`, message, code: 'custom' });
+  if (s.allowedFunctions.length > 0 && !['MYSQL', 'MARIADB', 'MSSQL'].includes(s.type))
+    bad(
+      'allowedFunctions',
+      s.type === 'POSTGRES'
+        ? "POSTGRES connections need no allowedFunctions: the database's catalog decides (IMMUTABLE and STABLE functions run)"
+        : `${s.type} connections have no stored functions to allow`,
+    );
+  s.allowedFunctions.forEach((f, i) => {
+    const name = f.split('.').pop() ?? f;
+    if (
+      s.type !== 'SQLITE' &&
+      s.type !== 'POSTGRES' &&
+      s.type !== 'MONGODB' &&
+      isOtherDenied(s.type === 'MSSQL' ? 'mssql' : 'mysql', name)
+    )
+      bad(
+        `allowedFunctions.${i}`,
+        `${f} sleeps, locks, reads files or runs text the guard cannot verify; it cannot be allowed`,
+      );
+  });
   if (s.type === 'SQLITE') {
     if (!s.database) bad('database', 'SQLITE needs database: the path of the SQLite file or s3://bucket/key');
     else if (!s.database.startsWith('/') && !/^s3:\/\/[^/]+\/.+/.test(s.database))
@@ -121,6 +144,9 @@ export function settingsIssues(s: Settings): Issue[] {
   if (s.type !== 'MONGODB' && !s.username) bad('username', `${s.type} needs username`);
   return issues;
 }
+
+/** Lower-cased (the servers compare function names without case), without repeats. */
+const uniqueNames = (names: string[] | undefined) => [...new Set((names ?? []).map((n) => n.toLowerCase()))];
 
 /** Resolves an alias pair (password/encryptedPassword, sslEnabled/ssl); giving both with different values is 400. */
 function alias<T>(
@@ -151,6 +177,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     username: body.username ?? '',
     sslEnabled,
     hasPassword: !!password,
+    allowedFunctions: uniqueNames(body.allowedFunctions),
   };
   issues.push(...settingsIssues(settings));
   if (issues.length) throw fail(issues);
@@ -168,6 +195,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     passwordCipher: password ? await encryptPassword(ctx.orgId, id, password) : null,
     sslEnabled,
     readOnly: body.readOnly,
+    ...(settings.allowedFunctions.length ? { allowedFunctions: settings.allowedFunctions } : {}),
     isActive: true,
     deactivatedBy: null,
     lastTestedAt: null,
@@ -202,6 +230,10 @@ export async function updateConnection(
       username: body.username === undefined ? cur.username : (body.username ?? ''),
       sslEnabled: ssl ?? cur.sslEnabled,
       hasPassword: password === undefined ? !!cur.passwordCipher : !!password,
+      allowedFunctions:
+        body.allowedFunctions === undefined
+          ? (cur.allowedFunctions ?? [])
+          : uniqueNames(body.allowedFunctions),
     };
     issues.push(...settingsIssues(next));
     if (issues.length) throw fail(issues);
@@ -216,10 +248,11 @@ export async function updateConnection(
       next.username !== cur.username ||
       next.sslEnabled !== cur.sslEnabled ||
       password !== undefined;
-    const { hasPassword: _hasPassword, ...settings } = next;
+    const { hasPassword: _hasPassword, allowedFunctions: _allowed, ...settings } = next;
     const changes: Partial<ConnectionRecord> & Record<string, unknown> = { ...settings, updatedAt: nowIso() };
     if (body.name !== undefined) changes.name = body.name;
     if (body.readOnly !== undefined) changes.readOnly = body.readOnly;
+    if (body.allowedFunctions !== undefined) changes.allowedFunctions = next.allowedFunctions;
     if (password !== undefined)
       changes.passwordCipher = password ? await encryptPassword(ctx.orgId, id, password) : null;
     if (connectingChanged) changes.version = cur.version + 1;

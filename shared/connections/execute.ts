@@ -111,6 +111,8 @@ export async function connectionForUse(
   database: string;
   isActive: boolean;
   readOnly: boolean;
+  /** Stored functions the guard lets reads call (the save-time check uses them too). */
+  allowedFunctions: string[];
 }> {
   const c = await loadConnection(ctx, connectionId);
   return {
@@ -120,5 +122,6 @@ export async function connectionForUse(
     database: c.database,
     isActive: c.isActive,
     readOnly: c.readOnly,
+    allowedFunctions: c.allowedFunctions ?? [],
   };
 }

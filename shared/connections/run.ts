@@ -9,7 +9,8 @@ import { AppError, validationError } from '../platform/errors';
 import { connectionStages, diagnose, factsOf, sanitize } from './diagnosis';
 import { driverFor } from './drivers/index';
 import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
-import { assertReadOnly } from './sql-guard';
+import { assertPgCallsAllowed } from './guard/pg-catalog';
+import { classifyStatement, verifyRead } from './sql-guard';
 
 export const QUERY_DEFAULTS = {
   maxRows: 1000,
@@ -38,9 +39,43 @@ export async function runReadOnly(
   text: string,
   opts: Partial<QueryOptions> = {},
 ): Promise<QueryResult> {
-  const statement = await assertReadOnly(target.type, text);
+  const statement = await verifyRead(target.type, text, { allowedFunctions: target.allowedFunctions });
   const options = { ...resolveOptions(opts), readOnly: true, kind: statement.kind };
+  if (statement.pg) await assertPgCallsAllowed(target, statement.pg, (sql, o) => catalogRead(target, sql, o));
   return runChecked(target, text, options);
+}
+
+/**
+ * classifyStatement with the connection's function rule applied too: a read calling a function the
+ * connection does not allow (PostgreSQL: its catalog marks it VOLATILE; MySQL/MariaDB, SQL Server:
+ * not in allowedFunctions) is classified 'write' with statementType FUNCTION, since runReadOnly
+ * would refuse it. Connection failures of the catalog lookup are thrown as runReadOnly would.
+ */
+export async function classifyOnConnection(
+  target: ConnectionTarget,
+  text: string,
+): Promise<{ kind: 'read' | 'write'; statementType: string }> {
+  const verdict = await classifyStatement(target.type, text, { allowedFunctions: target.allowedFunctions });
+  if (verdict.kind !== 'read' || target.type !== 'POSTGRES') return verdict;
+  const statement = await verifyRead(target.type, text);
+  if (!statement.pg) return verdict;
+  try {
+    await assertPgCallsAllowed(target, statement.pg, (sql, o) => catalogRead(target, sql, o));
+  } catch (e) {
+    if (e instanceof AppError && e.code === 'READ_ONLY_VIOLATION')
+      return { kind: 'write', statementType: 'FUNCTION' };
+    throw e;
+  }
+  return verdict;
+}
+
+/** The function rule's catalog lookup: one read on the connection's own read-only path. */
+function catalogRead(
+  target: ConnectionTarget,
+  text: string,
+  opts: Partial<QueryOptions>,
+): Promise<QueryResult> {
+  return runChecked(target, text, { ...resolveOptions(opts), readOnly: true, kind: 'select' });
 }
 
 async function runChecked(

@@ -37,6 +37,8 @@ export interface ConnectionRecord {
   passwordCipher: string | null;
   sslEnabled: boolean;
   readOnly: boolean;
+  /** Stored functions the read-only guard lets reads call (MySQL/MariaDB, SQL Server); absent = none. */
+  allowedFunctions?: string[];
   isActive: boolean;
   deactivatedBy: DeactivatedBy | null;
   lastTestedAt: string | null;

@@ -61,5 +61,6 @@ export async function targetFor(rec: ConnectionRecord): Promise<ConnectionTarget
     username: rec.username,
     password,
     sslEnabled: rec.sslEnabled,
+    allowedFunctions: rec.allowedFunctions ?? [],
   };
 }

@@ -21,9 +21,15 @@ export async function connectionForSave(ctx: AuthContext, connectionId: string, 
 }
 
 /** 400 READ_ONLY_VIOLATION at save time (the same check runs again at run time), naming the field. */
-export async function assertReadOnlyAt(type: DbType, text: string, path: string): Promise<void> {
+export async function assertReadOnlyAt(
+  type: DbType,
+  text: string,
+  path: string,
+  /** The connection's allowedFunctions (stored functions reads may call). */
+  allowedFunctions: readonly string[] = [],
+): Promise<void> {
   try {
-    await assertReadOnly(type, text);
+    await assertReadOnly(type, text, { allowedFunctions });
   } catch (e) {
     if (isAppError(e)) {
       const details = e.details && typeof e.details === 'object' ? { ...e.details, path } : { path };

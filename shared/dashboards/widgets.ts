@@ -16,7 +16,7 @@ const emptyToNull = (s: string | null | undefined) => (s === undefined ? undefin
 async function checkSource(ctx: AuthContext, connectionId: string | null, query: string | null) {
   if (!connectionId) return;
   const conn = await connectionForSave(ctx, connectionId, 'body.connectionId');
-  if (query) await assertReadOnlyAt(conn.type, query, 'body.query');
+  if (query) await assertReadOnlyAt(conn.type, query, 'body.query', conn.allowedFunctions);
 }
 
 async function widgetOf(ctx: AuthContext, dashboardId: string, widgetId: string) {

@@ -36,7 +36,7 @@ async function found(ctx: AuthContext, id: string): Promise<MetricRecord> {
 async function checkFormula(ctx: AuthContext, connectionId: string | null, formula: string) {
   if (!connectionId) return;
   const conn = await connectionForSave(ctx, connectionId, 'body.connectionId');
-  await assertReadOnlyAt(conn.type, formula, 'body.formula');
+  await assertReadOnlyAt(conn.type, formula, 'body.formula', conn.allowedFunctions);
 }
 
 export async function listMetrics(ctx: AuthContext, q: PageQuery) {

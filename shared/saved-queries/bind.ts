@@ -43,9 +43,9 @@ export function driverValue(dialect: DbType, type: ParamType, v: Canonical): unk
  * reused), MySQL/MariaDB/SQLite `?` (bound again at each use). Values never enter the text.
  *
  * PostgreSQL infers each parameter's type from where it is used (`qty >= $1` makes it an integer);
- * where nothing gives it a type (`{{x}} IS NULL`) the query says so itself: `CAST({{x}} AS text)`.
- * No cast is added here: the read-only guard's parser rejects `$1::type` in many positions, and a
- * fixed cast would break comparisons with enum, uuid and domain columns.
+ * where nothing gives it a type (`{{x}} IS NULL`) the query says so itself: `{{x}}::text` or
+ * `CAST({{x}} AS text)` (the guard reads PostgreSQL with the server's own grammar, so both forms
+ * verify). No cast is added here: a fixed cast would break comparisons with enum, uuid and domain columns.
  */
 export function bindSql(
   sql: string,

@@ -38,10 +38,15 @@ const normalizeDefs = (defs: z.output<typeof SavedQueryCreate>['parameters']): P
   }));
 
 /** 400 with field paths when placeholders and definitions disagree; 400 READ_ONLY_VIOLATION for a write. */
-async function checkQuery(type: DbType, query: string, defs: ParamDef[]) {
+async function checkQuery(
+  type: DbType,
+  query: string,
+  defs: ParamDef[],
+  allowedFunctions: readonly string[] = [],
+) {
   const issues = checkDefinitions(type, query, defs);
   if (issues.length) throw validationError('Request validation failed.', { issues });
-  await assertReadOnlyAt(type, guardText(type, query, defs), 'body.query');
+  await assertReadOnlyAt(type, guardText(type, query, defs), 'body.query', allowedFunctions);
 }
 
 async function visible(ctx: AuthContext, id: string): Promise<SavedQueryRecord> {
@@ -67,7 +72,7 @@ export async function getSavedQuery(ctx: AuthContext, id: string) {
 export async function createSavedQuery(ctx: AuthContext, input: z.output<typeof SavedQueryCreate>) {
   const conn = await connectionForSave(ctx, input.connectionId, 'body.connectionId');
   const parameters = normalizeDefs(input.parameters);
-  await checkQuery(conn.type, input.query, parameters);
+  await checkQuery(conn.type, input.query, parameters, conn.allowedFunctions);
   const now = nowIso();
   const r: SavedQueryRecord = {
     id: newId(),
@@ -105,7 +110,7 @@ export async function updateSavedQuery(
   const connectionId = input.connectionId ?? r.connectionId;
   if (input.query !== undefined || input.parameters !== undefined || input.connectionId !== undefined) {
     const conn = await connectionForSave(ctx, connectionId, 'body.connectionId');
-    await checkQuery(conn.type, query, parameters);
+    await checkQuery(conn.type, query, parameters, conn.allowedFunctions);
   }
   const renamed = input.name !== undefined && nameKey(input.name) !== nameKey(r.name);
   if (renamed && !(await savedQueryNames.claim(ctx.orgId, input.name!, id)))

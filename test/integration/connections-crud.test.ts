@@ -44,6 +44,7 @@ describe('connection CRUD, validation, visibility and isolation', () => {
       username: 'reader',
       sslEnabled: false,
       readOnly: true,
+      allowedFunctions: [],
       isActive: true,
       lastTestedAt: null,
       lastError: null,

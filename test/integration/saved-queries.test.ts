@@ -132,6 +132,20 @@ describe('saved queries over HTTP with real databases', () => {
     expect((await s.call('GET', `/saved-queries/${q.id}`)).body.data).toEqual(q);
   });
 
+  it('binds PostgreSQL placeholders with :: casts (the guard reads them with the server grammar)', async () => {
+    const q = await saved({
+      query: `SELECT count(*)::int AS n, {{since}}::date AS since FROM ${T} WHERE id >= {{min}}::int`,
+      parameters: [
+        { name: 'since', type: 'date', required: true },
+        { name: 'min', type: 'number', required: false, default: 1 },
+      ],
+    });
+    const r = await run(q.id, { since: '2024-05-01' });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.rows[0].since).toMatch(/^2024-05-01/);
+    expect(r.body.data.rows[0].n).toBe(ROWS.length);
+  });
+
   it('accepts parameters given as a JSON string', async () => {
     const q = await saved({ parameters: JSON.stringify(PARAMETERS) });
     expect(JSON.parse(q.parameters)).toEqual(PARAMETERS);

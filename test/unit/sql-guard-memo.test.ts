@@ -1,4 +1,4 @@
-import pgParser from 'node-sql-parser/build/postgresql';
+import mysqlParser from 'node-sql-parser/build/mysql';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { assertReadOnly } from '../../shared/connections/sql-guard';
 
@@ -8,7 +8,7 @@ afterEach(() => {
 
 const astify = () =>
   vi.spyOn(
-    (pgParser as unknown as { Parser: { prototype: { astify(): unknown } } }).Parser.prototype,
+    (mysqlParser as unknown as { Parser: { prototype: { astify(): unknown } } }).Parser.prototype,
     'astify',
   );
 
@@ -16,9 +16,9 @@ describe('the read-only guard remembers verified reads', () => {
   it('parses a repeated read once and answers the same kind', async () => {
     const spy = astify();
     const sql = 'SELECT id, total FROM guard_memo_orders WHERE total > 10';
-    expect(await assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
-    expect(await assertReadOnly('POSTGRES', sql)).toEqual({ kind: 'select' });
-    expect(await assertReadOnly('POSTGRES', `${sql} `)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('MYSQL', sql)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('MYSQL', sql)).toEqual({ kind: 'select' });
+    expect(await assertReadOnly('MYSQL', `${sql} `)).toEqual({ kind: 'select' });
     expect(spy).toHaveBeenCalledTimes(2);
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DbType } from '../../shared/connections/drivers/types';
-import { assertReadOnly } from '../../shared/connections/sql-guard';
+import { assertReadOnly, classifyStatement } from '../../shared/connections/sql-guard';
 import type { AppError } from '../../shared/platform/errors';
 
 const refusal = async (type: DbType, sql: string): Promise<AppError> => {
@@ -20,7 +20,16 @@ const allowed: [DbType, string, string][] = [
   ['POSTGRES', '  -- leading comment\n/* block */ SELECT 1;', 'select'],
   ['POSTGRES', 'VALUES (1, 2), (3, 4)', 'values'],
   ['POSTGRES', 'EXPLAIN SELECT * FROM orders', 'explain'],
-  ['POSTGRES', 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM orders', 'explain'],
+  ['POSTGRES', 'EXPLAIN (BUFFERS false, FORMAT JSON) SELECT * FROM orders', 'explain'],
+  ['POSTGRES', 'EXPLAIN (ANALYZE false) SELECT * FROM orders', 'explain'],
+  // Read by the server's own grammar (issue 9): these were refused by node-sql-parser.
+  ['POSTGRES', 'SELECT now() AS at', 'select'],
+  ['POSTGRES', 'SELECT * FROM orders WHERE total > $1::numeric AND day = $2::date', 'select'],
+  ['POSTGRES', 'TABLE orders', 'select'],
+  ['POSTGRES', 'SELECT x FROM generate_series(1, 3) AS g(x), LATERAL (SELECT x * 2) y(z)', 'select'],
+  ['POSTGRES', 'SELECT a, rank() OVER w AS rank FROM t WINDOW w AS (ORDER BY a)', 'select'],
+  ['POSTGRES', "SELECT jsonb_path_query(doc, '$.a[*] ? (@ > 1)') FROM t", 'select'],
+  ['POSTGRES', 'SELECT 1 UNION ALL SELECT 2 ORDER BY 1', 'select'],
   ['POSTGRES', 'SHOW search_path', 'show'],
   ['POSTGRES', "SELECT 'it''s', E'a\\'b', $$x; DROP$$ AS s", 'select'],
   ['POSTGRES', 'SELECT "update" FROM t', 'select'],
@@ -102,7 +111,18 @@ const refused: [DbType, string, string][] = [
   // EXPLAIN of writes
   ['POSTGRES', 'EXPLAIN ANALYZE DELETE FROM t', 'EXPLAIN DELETE'],
   ['POSTGRES', 'EXPLAIN (ANALYZE) UPDATE t SET a = 1', 'EXPLAIN UPDATE'],
-  ['POSTGRES', 'EXPLAIN EXPLAIN SELECT 1', 'EXPLAIN EXPLAIN'],
+  ['POSTGRES', 'EXPLAIN EXPLAIN SELECT 1', 'UNPARSEABLE'],
+  ['POSTGRES', 'EXPLAIN ANALYZE SELECT 1', 'EXPLAIN ANALYZE'],
+  ['POSTGRES', 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM orders', 'EXPLAIN ANALYZE'],
+  ['POSTGRES', 'EXPLAIN (ANALYZE true) SELECT 1', 'EXPLAIN ANALYZE'],
+  ['POSTGRES', '(SELECT * FROM t) UNION (SELECT * FROM t FOR UPDATE)', 'LOCKING_READ'],
+  ['POSTGRES', 'SELECT * FROM t WHERE a IN (SELECT a FROM u FOR SHARE)', 'LOCKING_READ'],
+  ['POSTGRES', 'WITH x AS (SELECT 1), d AS (DELETE FROM t RETURNING 1) SELECT * FROM x', 'DELETE'],
+  [
+    'POSTGRES',
+    'SELECT * FROM (WITH m AS (MERGE INTO t USING s ON true WHEN MATCHED THEN DELETE RETURNING 1) SELECT 1) q',
+    'MERGE',
+  ],
   // Side-effecting functions
   ['POSTGRES', 'SELECT pg_sleep(10)', 'FUNCTION'],
   ['POSTGRES', "SELECT pg_sleep_for('1 hour')", 'FUNCTION'],
@@ -130,6 +150,27 @@ const refused: [DbType, string, string][] = [
   ['POSTGRES', "SELECT pg_notify('c', 'x')", 'FUNCTION'],
   ['POSTGRES', "SELECT * FROM pg_create_logical_replication_slot('s', 'test_decoding')", 'FUNCTION'],
   ['POSTGRES', 'SELECT pg_switch_wal()', 'FUNCTION'],
+  // Functions that run SQL text, lock or maintain indexes, in any position or spelling (issue 8)
+  [
+    'POSTGRES',
+    "SELECT * FROM ts_stat('SELECT to_tsvector(''simple'', dblink_exec(''dbname=x'', ''DELETE FROM u''))')",
+    'FUNCTION',
+  ],
+  ['POSTGRES', "SELECT ts_rewrite('a'::tsquery, 'SELECT 1')", 'FUNCTION'],
+  ['POSTGRES', "SELECT pg_catalog.ts_rewrite('a'::tsquery, 'SELECT 1')", 'FUNCTION'],
+  ['POSTGRES', "SELECT cursor_to_xml('c', 1, true, true, '')", 'FUNCTION'],
+  ['POSTGRES', 'SELECT "public"."dblink_exec"(\'x\', \'DELETE FROM t\')', 'FUNCTION'],
+  ['POSTGRES', "SELECT 1 FROM t WHERE a = (SELECT length(dblink_exec('x', 'DELETE FROM t')))", 'FUNCTION'],
+  ['POSTGRES', 'SELECT coalesce(NULL, pg_advisory_lock(1)::text)', 'FUNCTION'],
+  ['POSTGRES', 'SELECT CASE WHEN true THEN pg_terminate_backend(1) END', 'FUNCTION'],
+  ['POSTGRES', "SELECT brin_summarize_new_values('i'::regclass)", 'FUNCTION'],
+  ['POSTGRES', "SELECT gin_clean_pending_list('i'::regclass)", 'FUNCTION'],
+  ['POSTGRES', 'SELECT * FROM ROWS FROM (generate_series(1, 2), pg_sleep(1))', 'FUNCTION'],
+  ['POSTGRES', 'SELECT array_agg(x ORDER BY pg_sleep(1)) FROM t', 'FUNCTION'],
+  ['POSTGRES', 'VALUES (pg_advisory_lock(1))', 'FUNCTION'],
+  ['POSTGRES', "EXPLAIN SELECT dblink_exec('x', 'DELETE FROM t')", 'FUNCTION'],
+  // A backslash reading (standard_conforming_strings off) that hides a call from the parser
+  ['POSTGRES', "SELECT 'a\\' , pg_sleep(1), '' AS x", 'FUNCTION'],
   // Unparseable text is refused, never run
   ['POSTGRES', 'SELEC 1', 'SELEC'],
   ['POSTGRES', 'SELECT FROM WHERE', 'UNPARSEABLE'],
@@ -158,6 +199,18 @@ const refused: [DbType, string, string][] = [
   ['MYSQL', "SELECT RELEASE_LOCK('x')", 'FUNCTION'],
   ['MYSQL', "SELECT LOAD_FILE('/etc/passwd')", 'FUNCTION'],
   ['MYSQL', 'SELECT `sleep`(5)', 'FUNCTION'],
+  // Stored functions and unknown names: refused unless the connection allows them (issue 8)
+  ['MYSQL', 'SELECT my_stored_fn(1)', 'FUNCTION'],
+  ['MARIADB', 'SELECT loupe_test.my_stored_fn(1) FROM t', 'FUNCTION'],
+  ['MARIADB', "SELECT IS_USED_LOCK('x')", 'FUNCTION'],
+  ['MSSQL', 'SELECT dbo.fn_writes(1)', 'FUNCTION'],
+  ['SQLITE', 'SELECT my_app_fn(1)', 'FUNCTION'],
+  ['SQLITE', "SELECT sqlite_log(1, 'x')", 'FUNCTION'],
+  // Table-valued functions count as calls
+  ['MSSQL', 'SELECT * FROM dbo.my_tvf(1) AS x JOIN t ON t.id = x.id', 'FUNCTION'],
+  ['MSSQL', 'SELECT * FROM t CROSS APPLY dbo.my_tvf(t.id) AS x', 'FUNCTION'],
+  ['SQLITE', 'SELECT * FROM my_vtab(1)', 'FUNCTION'],
+  ['MARIADB', 'SELECT * FROM (SELECT my_fn(1)) x', 'FUNCTION'],
   ['MARIADB', 'SELECT NEXTVAL(s)', 'FUNCTION'],
   ['MYSQL', 'DO SLEEP(5)', 'DO'],
   ['MYSQL', 'HANDLER t OPEN', 'HANDLER'],
@@ -240,6 +293,114 @@ describe('read-only guard: everything else is 400 READ_ONLY_VIOLATION naming the
   it('treats empty text as a validation error', async () => {
     expect((await refusal('POSTGRES', '   ')).code).toBe('VALIDATION_ERROR');
     expect((await refusal('POSTGRES', '-- only a comment')).code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('read-only guard: function allow lists', () => {
+  it('allows a stored function the connection lists in allowedFunctions (name or qualified name)', async () => {
+    await expect(
+      assertReadOnly('MARIADB', 'SELECT my_fn(1)', { allowedFunctions: ['my_fn'] }),
+    ).resolves.toEqual({
+      kind: 'select',
+    });
+    await expect(
+      assertReadOnly('MARIADB', 'SELECT app.my_fn(1)', { allowedFunctions: ['app.my_fn'] }),
+    ).resolves.toEqual({ kind: 'select' });
+    await expect(
+      assertReadOnly('MSSQL', 'SELECT dbo.total(1)', { allowedFunctions: ['dbo.total'] }),
+    ).resolves.toEqual({ kind: 'select' });
+    const e = await refusal('MARIADB', 'SELECT other_fn(1)');
+    expect(e.details).toMatchObject({ statementType: 'FUNCTION', function: 'other_fn' });
+    expect(e.message).toMatch(/allowedFunctions/);
+  });
+
+  it('never allows a denied built-in, even when listed', async () => {
+    await expect(assertReadOnly('MYSQL', 'SELECT SLEEP(1)', { allowedFunctions: ['sleep'] })).rejects.toThrow(
+      expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
+    );
+  });
+
+  it('allows the built-ins models write', async () => {
+    for (const [type, sql] of [
+      [
+        'MARIADB',
+        "SELECT DATE_FORMAT(NOW(), '%Y'), IFNULL(a, 0), GROUP_CONCAT(b), ROUND(AVG(c), 2) FROM t GROUP BY a",
+      ],
+      [
+        'SQLITE',
+        "SELECT strftime('%Y', d), json_extract(j, '$.a'), total(x), row_number() OVER (ORDER BY x) FROM t",
+      ],
+      ['SQLITE', 'SELECT j.value FROM t, json_each(t.doc) AS j'],
+      ['MSSQL', 'SELECT DATEADD(day, 1, GETDATE()), ISNULL(a, 0), COUNT(*) FROM t GROUP BY a'],
+    ] as [DbType, string][])
+      expect((await assertReadOnly(type, sql)).kind).toBe('select');
+  });
+});
+
+describe('read-only guard: the second grammar (sqlparser-rs) keeps every check', () => {
+  // node-sql-parser rejects these (window functions on SQLite, CHARACTER SET casts on MySQL); the
+  // statements are then verified by sqlparser-rs with the same token checks and function rule.
+  const refusedViaFallback: [DbType, string, string][] = [
+    ['SQLITE', 'SELECT rank() OVER (ORDER BY id) AS r, my_fn(1) FROM t', 'FUNCTION'],
+    ['SQLITE', "SELECT rank() OVER (ORDER BY id) AS r FROM t, pragma_journal_mode('wal')", 'FUNCTION'],
+    ['SQLITE', "SELECT rank() OVER (ORDER BY id) AS r, load_extension('x') FROM t", 'FUNCTION'],
+    [
+      'SQLITE',
+      "SELECT rank() OVER (ORDER BY id) FROM t WHERE id IN (SELECT readfile('/etc/passwd'))",
+      'FUNCTION',
+    ],
+    ['SQLITE', 'SELECT rank() OVER (ORDER BY id) AS r FROM t; DELETE FROM t', 'MULTIPLE_STATEMENTS'],
+    ['MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4), my_fn(a) FROM t', 'FUNCTION'],
+    ['MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4) FROM t FOR UPDATE', 'LOCKING_READ'],
+    ['MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4) INTO @x FROM t', 'SELECT_INTO'],
+  ];
+  for (const [type, sql, statementType] of refusedViaFallback)
+    it(`${type} refuses ${JSON.stringify(sql)} as ${statementType}`, async () => {
+      const e = await refusal(type, sql);
+      expect(e.code).toBe('READ_ONLY_VIOLATION');
+      expect((e.details as { statementType: string }).statementType).toBe(statementType);
+    });
+
+  it('allows the reads node-sql-parser could not parse', async () => {
+    expect(
+      (await assertReadOnly('SQLITE', 'SELECT name, rank() OVER (ORDER BY score DESC) AS rank FROM t')).kind,
+    ).toBe('select');
+    expect(
+      (await assertReadOnly('MARIADB', 'SELECT CAST(a AS CHAR CHARACTER SET utf8mb4) FROM t')).kind,
+    ).toBe('select');
+  });
+});
+
+describe('classifyStatement', () => {
+  it('classifies reads and writes with the guard', async () => {
+    expect(await classifyStatement('POSTGRES', 'SELECT 1')).toEqual({
+      kind: 'read',
+      statementType: 'SELECT',
+    });
+    expect(await classifyStatement('POSTGRES', 'DELETE FROM t WHERE id = 1')).toEqual({
+      kind: 'write',
+      statementType: 'DELETE',
+    });
+    expect(await classifyStatement('MARIADB', 'UPDATE t SET a = 1')).toEqual({
+      kind: 'write',
+      statementType: 'UPDATE',
+    });
+    expect(await classifyStatement('SQLITE', 'INSERT INTO t VALUES (1)')).toEqual({
+      kind: 'write',
+      statementType: 'INSERT',
+    });
+  });
+
+  it('throws the guard error for several statements or text it cannot parse', async () => {
+    await expect(classifyStatement('POSTGRES', 'SELECT 1; DELETE FROM t')).rejects.toThrow(
+      expect.objectContaining({
+        code: 'READ_ONLY_VIOLATION',
+        details: expect.objectContaining({ statementType: 'MULTIPLE_STATEMENTS' }),
+      }),
+    );
+    await expect(classifyStatement('POSTGRES', 'SELECT FROM WHERE (')).rejects.toThrow(
+      expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
+    );
   });
 });
 

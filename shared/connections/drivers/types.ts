@@ -12,6 +12,8 @@ export interface ConnectionTarget {
   username: string;
   password: string;
   sslEnabled: boolean;
+  /** Stored functions the read-only guard lets reads call (MySQL/MariaDB, SQL Server); not a pool setting. */
+  allowedFunctions?: string[];
 }
 
 export interface QueryOptions {
