@@ -4,7 +4,8 @@
  *   START TRANSACTION READ ONLY
  *   <statement>            streamed row by row; at maxRows + 1 rows or the byte cap the connection
  *                          is destroyed (the server rolls back and stops sending)
- *   ROLLBACK
+ *   COM_RESET_CONNECTION   (rolls back and clears the session: GET_LOCK locks, variables, temporary
+ *                          tables; a connection whose reset fails is destroyed, see resetSession)
  * multipleStatements stays off, so the server refuses stacked statements too.
  * Values: BIGINT/DECIMAL as strings, DATE as YYYY-MM-DD, DATETIME as ISO without zone, TIMESTAMP as
  * ISO UTC (Z), JSON as objects, binary as base64.
@@ -41,6 +42,28 @@ export function sessionSetup(flavor: Flavor, timeoutMs: number): string {
     ? `max_statement_time = ${Math.max(0.001, timeoutMs / 1000).toFixed(3)}`
     : `max_execution_time = ${Math.max(1, Math.floor(timeoutMs))}`;
   return `SET SESSION ${limit}, time_zone = '+00:00'`;
+}
+
+/**
+ * COM_RESET_CONNECTION (mysql2 `reset`): rolls back an open transaction and clears the session (user
+ * locks taken with GET_LOCK, user variables, temporary tables, prepared statements, session variables)
+ * without a new login. A connection is reset before it goes back to the pool; one whose reset fails is
+ * destroyed.
+ */
+export const resetSession = (c: Conn) =>
+  new Promise<void>((resolve, reject) =>
+    (c as unknown as { reset(cb: (err: Error | null) => void): void }).reset((err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
+
+async function resetAndRelease(c: Conn): Promise<void> {
+  try {
+    await resetSession(c);
+    c.release();
+  } catch {
+    c.destroy();
+  }
 }
 
 export function mysqlDriver(target: ConnectionTarget): Driver {
@@ -89,7 +112,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       throw e;
     } finally {
       if (destroy) c.destroy();
-      else c.release();
+      else await resetAndRelease(c);
     }
   }
 
@@ -163,7 +186,8 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
           });
         });
         if (!stoppedEarly) {
-          await run(c, readOnly ? 'ROLLBACK' : 'COMMIT');
+          // A read ends with the reset alone (it rolls the transaction back); a write commits first.
+          if (!readOnly) await run(c, 'COMMIT');
           reusable = true;
         }
       } catch (e) {
@@ -172,7 +196,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
         throw e;
       } finally {
         // A connection with unread rows or an unknown state is closed; the server then rolls back.
-        if (reusable) c.release();
+        if (reusable) await resetAndRelease(c);
         else c.destroy();
       }
       return {
