@@ -11,6 +11,8 @@
  * datetimeoffset as ISO UTC, date as YYYY-MM-DD, binary as base64, uniqueidentifier as string.
  */
 import sql from 'mssql';
+import { connectInSequence } from 'tedious/lib/connector';
+import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
@@ -72,7 +74,14 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
       useUTC: true,
       abortTransactionOnError: true,
       enableArithAbort: true,
-    },
+      // tedious's own sequential connector, resolving through the host policy (checked at every connect).
+      connector: (opts: unknown, _lookup: unknown, signal: unknown) =>
+        (connectInSequence as (o: unknown, l: unknown, s: unknown) => Promise<unknown>)(
+          opts,
+          checkedLookup,
+          signal,
+        ),
+    } as sql.config['options'],
   };
 }
 

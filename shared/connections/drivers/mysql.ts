@@ -11,6 +11,7 @@
  * ISO UTC (Z), JSON as objects, binary as base64.
  */
 import mysql from 'mysql2';
+import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
@@ -73,7 +74,11 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     user: target.username,
     password: target.password,
     database: target.database || undefined,
-    ssl: target.sslEnabled ? { rejectUnauthorized: true } : undefined,
+    // verifyIdentity: the certificate must name the host (mysql2 checks only the chain without it).
+    ssl: target.sslEnabled ? { rejectUnauthorized: true, verifyIdentity: true } : undefined,
+    // Every new connection resolves the host through the host policy and connects to the checked address
+    // (the host name stays the TLS server name).
+    stream: () => checkedSocket().connect(target.port ?? 3306, target.host),
     connectionLimit: 3,
     maxIdle: 3,
     idleTimeout: 60_000,

@@ -16,6 +16,7 @@
  * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
  */
 import pg from 'pg';
+import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
@@ -107,6 +108,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     user: target.username,
     password: target.password,
     ssl: target.sslEnabled ? { rejectUnauthorized: true, servername: target.host } : false,
+    // Every new connection resolves the host through the host policy and connects to the checked address.
+    stream: () => checkedSocket(),
     max: 3,
     idleTimeoutMillis: 60_000,
     connectionTimeoutMillis: 10_000,

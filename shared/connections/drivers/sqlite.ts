@@ -1,6 +1,7 @@
 /**
- * SQLite adapter (node:sqlite). `database` is a file path (local mode only) or `s3://bucket/key`,
- * copied to the function's temporary disk (cached by ETag, re-checked at most once a minute).
+ * SQLite adapter (node:sqlite). `database` is a file in the organization's folder (local mode) or an
+ * object under the organization's S3 prefix (sqlite-source.ts), copied to the function's temporary
+ * disk (cached by ETag, re-checked at most once a minute).
  *
  * node:sqlite is synchronous, so statements run in a worker thread that owns the open database:
  * a statement past its time budget is stopped by terminating the worker (a new one opens on the
@@ -13,9 +14,9 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { config } from '../../platform/config';
+import { realSqlitePath, sqliteSource } from '../sqlite-source';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot } from './types';
@@ -130,10 +131,8 @@ const S3_RECHECK_MS = 60_000;
 const s3Cache = new Map<string, { etag: string; path: string; checkedAt: number }>();
 
 /** Downloads s3://bucket/key to the temporary disk unless the cached copy has the same ETag. */
-async function s3File(url: string): Promise<string> {
-  const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(url);
-  if (!m) throw Object.assign(new Error(`Not an S3 URL: ${url}`), { code: 'NoSuchKey' });
-  const [, bucket, key] = m;
+async function s3File(bucket: string, key: string): Promise<string> {
+  const url = `s3://${bucket}/${key}`;
   const cached = s3Cache.get(url);
   if (cached && Date.now() - cached.checkedAt < S3_RECHECK_MS) return cached.path;
   const { S3Client, GetObjectCommand } = await import('@aws-sdk/client-s3');
@@ -165,23 +164,17 @@ async function s3File(url: string): Promise<string> {
   }
 }
 
-export async function sqliteFilePath(database: string): Promise<string> {
-  if (database.startsWith('s3://')) return s3File(database);
-  if (config().runtime === 'aws')
-    throw Object.assign(
-      new Error(`SQLite file paths work only in local mode; use s3://bucket/key (got "${database}").`),
-      {
-        code: 'LOUPE_SQLITE_LOCAL_PATH',
-      },
-    );
-  const path = resolve(database);
+/**
+ * The local file a connection reads: its source checked against the organization's area first
+ * (sqlite-source.ts), then a local path resolved through symlinks, or an S3 object copied locally.
+ */
+export async function sqliteFilePath(database: string, orgId: string | undefined): Promise<string> {
+  const source = sqliteSource(orgId, database);
+  if (source.kind === 's3') return s3File(source.bucket, source.key);
+  const path = await realSqlitePath(orgId as string, source.path);
   // Opening read-only never creates a file; a missing file fails with SQLITE_CANTOPEN.
-  try {
-    if (statSync(path).isDirectory())
-      throw Object.assign(new Error(`unable to open database file: ${path} is a directory`), { errcode: 14 });
-  } catch (e) {
-    if ((e as { errcode?: number }).errcode) throw e;
-  }
+  if (statSync(path).isDirectory())
+    throw Object.assign(new Error('unable to open database file: it is a directory'), { errcode: 14 });
   return path;
 }
 
@@ -241,19 +234,19 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
   return {
     async ping() {
       const started = performance.now();
-      const path = await sqliteFilePath(target.database);
+      const path = await sqliteFilePath(target.database, target.orgId);
       const r = await call<{ v: string }>({ op: 'ping', path }, 15_000);
       return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: r?.v };
     },
 
     async introspect(): Promise<SchemaSnapshot> {
-      const path = await sqliteFilePath(target.database);
+      const path = await sqliteFilePath(target.database, target.orgId);
       return call<SchemaSnapshot>({ op: 'introspect', path }, 60_000);
     },
 
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
-      const path = await sqliteFilePath(target.database);
+      const path = await sqliteFilePath(target.database, target.orgId);
       const r = await call<{ columns: string[]; rows: unknown[][]; more: boolean; changes?: number }>(
         {
           op: 'query',
