@@ -151,8 +151,8 @@ export function checkedLookup(
 /** Judges a host written as an IP literal (also `[::1]` and the numeric forms ipaddr.js reads); names pass. */
 export function assertLiteralAllowed(host: string): void {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  if (isIP(bare)) return assertAddressAllowed(bare, host);
-  if (ipaddr.isValid(bare)) assertAddressAllowed(ipaddr.parse(bare).toString(), host);
+  if (isIP(bare)) assertAddressAllowed(bare, host);
+  else if (ipaddr.isValid(bare)) assertAddressAllowed(ipaddr.parse(bare).toString(), host);
 }
 
 /**
@@ -162,8 +162,7 @@ export function assertLiteralAllowed(host: string): void {
  */
 export async function assertHostAllowed(host: string): Promise<void> {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  if (isIP(bare)) return assertAddressAllowed(bare, host);
-  if (ipaddr.isValid(bare)) return assertAddressAllowed(ipaddr.parse(bare).toString(), host);
+  if (isIP(bare) || ipaddr.isValid(bare)) return assertLiteralAllowed(host);
   await new Promise<void>((resolve, reject) =>
     checkedLookup(bare, { all: true }, (err) => (err ? reject(err) : resolve())),
   );

@@ -76,7 +76,7 @@ async function moveIntoOrgFolder(
 ) {
   const old = resolve(input.dataDir, DEMO_FILE);
   const rec = await connectionStore.get(input.orgId, id);
-  if (!rec || rec.type !== 'SQLITE' || resolve(rec.database) !== old || !rec.database.startsWith('/')) return;
+  if (rec?.type !== 'SQLITE' || !rec.database.startsWith('/') || resolve(rec.database) !== old) return;
   const dir = orgSqliteDir(input.orgId);
   mkdirSync(dir, { recursive: true });
   const target = join(dir, DEMO_FILE);
