@@ -190,6 +190,14 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
     expect(readFileSync(file).equals(before)).toBe(true);
   });
 
+  it('accepts double-quoted string literals as the sqlite3 shell does; real identifiers still win', async () => {
+    const r = await runReadOnly(
+      target({ id: 'sqlite-dqs' }),
+      'SELECT "plain text" AS v, count(*) AS n FROM items WHERE "id" > 0',
+    );
+    expect(r.rows).toEqual([{ v: 'plain text', n: 30 }]);
+  });
+
   it('opens the file read-only, so a missing file is not created', async () => {
     const missing = join(dir, 'missing.db');
     const e = await failure(runReadOnly(target({ id: 'sqlite-missing', database: missing }), 'SELECT 1'));

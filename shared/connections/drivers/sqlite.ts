@@ -3,27 +3,28 @@
  * object under the organization's S3 prefix (sqlite-source.ts), copied to the function's temporary
  * disk (cached by ETag, re-checked at most once a minute).
  *
- * node:sqlite is synchronous, so statements run in a worker thread that owns the open database:
- * a statement past its time budget is stopped by terminating the worker (a new one opens on the
- * next call). Reads open the file read-only (`readOnly: true`), set `PRAGMA query_only`, and install
+ * node:sqlite is synchronous and has no interrupt or progress handler, so statements run in a child
+ * process that owns the open database: a statement past its time budget is stopped by killing that
+ * process (SIGKILL; terminating a worker thread cannot interrupt SQLite's native loop, the thread kept
+ * a core busy), and a new one starts on the next call. Double-quoted string literals are enabled. Reads open the file read-only (`readOnly: true`), set `PRAGMA query_only`, and install
  * an authorizer that allows only reading tables, calling functions outside a denylist, recursive
  * CTEs and read-only pragmas: a write that slipped past the guard fails in SQLite itself.
  * Integers come back as numbers when they fit a double exactly, otherwise as strings; BLOBs as base64.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+
 import { realSqlitePath, sqliteSource } from '../sqlite-source';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot } from './types';
 
-/** Runs inside the worker (CommonJS, no imports but Node built-ins). */
-const WORKER_SOURCE = String.raw`
-const { parentPort } = require('node:worker_threads');
+/** Runs in the child process (CommonJS, no imports but Node built-ins; messages over the IPC channel). */
+const CHILD_SOURCE = String.raw`
 const { DatabaseSync, constants: C } = require('node:sqlite');
 const READ_PRAGMAS = new Set(['table_info','table_xinfo','table_list','index_list','index_info','index_xinfo',
   'foreign_key_list','database_list','collation_list','function_list','module_list','pragma_list','compile_options',
@@ -47,7 +48,9 @@ function open(path, readOnly) {
   const key = path + '|' + readOnly;
   if (db && dbKey === key) return db;
   if (db) { try { db.close(); } catch {} db = undefined; }
-  const d = new DatabaseSync(path, { readOnly, timeout: 5000 });
+  // Double-quoted string literals as the sqlite3 shell accepts them (WHERE name = "x"): an identifier
+  // that exists still wins; only a name that is no column becomes a string.
+  const d = new DatabaseSync(path, { readOnly, timeout: 5000, enableDoubleQuotedStringLiterals: true });
   if (readOnly) {
     d.exec('PRAGMA query_only = ON');
     d.setAuthorizer(authorize);
@@ -108,15 +111,16 @@ function introspect(m) {
   }
   return { tables };
 }
-parentPort.on('message', (m) => {
+process.on('disconnect', () => process.exit(0));
+process.on('message', (m) => {
   try {
     let result;
     if (m.op === 'query') result = query(m);
     else if (m.op === 'introspect') result = introspect(m);
     else { const d = open(m.path, true); result = d.prepare('SELECT sqlite_version() AS v').get(); }
-    parentPort.postMessage({ id: m.id, ok: true, result });
+    process.send({ id: m.id, ok: true, result });
   } catch (e) {
-    parentPort.postMessage({ id: m.id, ok: false, error: { message: String(e && e.message || e), code: e && e.code, errcode: e && e.errcode, errstr: e && e.errstr } });
+    process.send({ id: m.id, ok: false, error: { message: String(e && e.message || e), code: e && e.code, errcode: e && e.errcode, errstr: e && e.errstr } });
   }
 });
 `;
@@ -178,8 +182,14 @@ export async function sqliteFilePath(database: string, orgId: string | undefined
   return path;
 }
 
+/** Every live child, killed when this process exits (a child inside a native SQLite loop cannot notice). */
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
 export function sqliteDriver(target: ConnectionTarget): Driver {
-  let worker: Worker | undefined;
+  let child: ChildProcess | undefined;
   let seq = 0;
   const pending = new Map<number, Pending>();
 
@@ -191,44 +201,65 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     pending.clear();
   };
 
-  const ensureWorker = () => {
-    if (worker) return worker;
-    const w = new Worker(WORKER_SOURCE, { eval: true });
-    w.unref();
-    w.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: Record<string, unknown> }) => {
+  const stop = (c: ChildProcess) => {
+    if (child === c) child = undefined;
+    children.delete(c);
+    // SIGKILL: a statement in SQLite's native loop never returns to JavaScript, so only the OS stops it.
+    c.kill('SIGKILL');
+  };
+
+  const ensureChild = () => {
+    if (child) return child;
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS; // no loaders or inspector flags of the parent
+    const c = spawn(process.execPath, ['--no-warnings', '-e', CHILD_SOURCE], {
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      serialization: 'advanced', // BigInt and Uint8Array values cross intact
+      env,
+    });
+    children.add(c);
+    c.unref();
+    (c.channel as { unref?: () => void } | undefined)?.unref?.();
+    c.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: Record<string, unknown> }) => {
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
       clearTimeout(p.timer);
+      if (pending.size === 0) (c.channel as { unref?: () => void } | undefined)?.unref?.();
       if (m.ok) p.resolve(m.result);
       else p.reject(Object.assign(new Error(String(m.error?.message)), m.error));
     });
-    w.on('error', (e) => {
-      if (worker === w) worker = undefined;
+    c.on('error', (e) => {
+      stop(c);
       failAll(e);
     });
-    w.on('exit', () => {
-      if (worker === w) worker = undefined;
-      failAll(new Error('The SQLite worker stopped.'));
+    c.on('exit', () => {
+      children.delete(c);
+      if (child === c) {
+        child = undefined;
+        failAll(new Error('The SQLite process stopped.'));
+      }
     });
-    worker = w;
-    return w;
+    child = c;
+    return c;
   };
 
   const call = <T>(msg: Record<string, unknown>, timeoutMs: number): Promise<T> =>
     new Promise<T>((resolvePromise, reject) => {
-      const w = ensureWorker();
+      const c = ensureChild();
       const id = ++seq;
       const p: Pending = { resolve: resolvePromise as (v: unknown) => void, reject };
       p.timer = setTimeout(() => {
         pending.delete(id);
         reject(new QueryTimeoutError(timeoutMs));
-        // The worker may be stuck in a long statement: stop it; the next call starts a fresh one.
-        if (worker === w) worker = undefined;
-        void w.terminate();
+        // The statement may still be running: kill the process (other calls on it fail and are retried
+        // by their callers; the next call starts a fresh one).
+        stop(c);
+        failAll(new QueryTimeoutError(timeoutMs));
       }, timeoutMs);
       pending.set(id, p);
-      w.postMessage({ ...msg, id });
+      (c.channel as { ref?: () => void } | undefined)?.ref?.();
+      c.send({ ...msg, id });
     });
 
   return {
@@ -273,10 +304,9 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     },
 
     async close() {
-      const w = worker;
-      worker = undefined;
+      const c = child;
       failAll(new Error('The connection was closed.'));
-      await w?.terminate();
+      if (c) stop(c);
     },
   };
 }
