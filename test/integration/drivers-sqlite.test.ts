@@ -190,6 +190,39 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
     expect(readFileSync(file).equals(before)).toBe(true);
   });
 
+  it('refused PRAGMAs get truthful codes: never CONNECTION_FAILED, the file unchanged', async () => {
+    const before = readFileSync(file);
+    const cases: Array<[string, number, string]> = [
+      // SQLite reads the argument as a schema name ("unknown database 'wal'"): the statement is wrong.
+      ["SELECT * FROM pragma_journal_mode('wal')", 422, 'QUERY_FAILED'],
+      ["SELECT * FROM pragma_journal_mode('main')", 400, 'READ_ONLY_VIOLATION'],
+      ['SELECT * FROM pragma_journal_mode', 400, 'READ_ONLY_VIOLATION'],
+      ['SELECT * FROM pragma_wal_checkpoint', 422, 'QUERY_FAILED'],
+      ['SELECT * FROM pragma_user_version(5)', 422, 'QUERY_FAILED'],
+      ["SELECT * FROM pragma_foreign_keys('on')", 422, 'QUERY_FAILED'],
+    ];
+    for (const [sql, status, code] of cases) {
+      const e = await failure(runReadOnly(target({ id: 'sqlite-pragma' }), sql));
+      // The read-only guard may refuse some of these first (400 READ_ONLY_VIOLATION), which is truthful too.
+      if (e.status === 400) expect(e.code, sql).toBe('READ_ONLY_VIOLATION');
+      else expect([e.status, e.code], sql).toEqual([status, code]);
+      expect(e.code, sql).not.toBe('CONNECTION_FAILED');
+    }
+    // Straight to the driver (no guard): the authorizer's refusal is 400, the bad argument 422.
+    const d = await driverFor(target({ id: 'sqlite-pragma-driver' }));
+    const opts = { maxRows: 10, maxBytes: 1 << 20, timeoutMs: 5_000 };
+    await expect(d.query('SELECT * FROM pragma_journal_mode', opts)).rejects.toMatchObject({
+      status: 400,
+      code: 'READ_ONLY_VIOLATION',
+      details: { statementType: 'PRAGMA' },
+    });
+    await expect(d.query("SELECT * FROM pragma_journal_mode('wal')", opts)).rejects.toMatchObject({
+      status: 422,
+      code: 'QUERY_FAILED',
+    });
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
   it('accepts double-quoted string literals as the sqlite3 shell does; real identifiers still win', async () => {
     const r = await runReadOnly(
       target({ id: 'sqlite-dqs' }),

@@ -17,7 +17,7 @@ import { mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
+import { AppError } from '../../platform/errors';
 import { realSqlitePath, sqliteSource } from '../sqlite-source';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
@@ -51,6 +51,8 @@ function open(path, readOnly) {
   // Double-quoted string literals as the sqlite3 shell accepts them (WHERE name = "x"): an identifier
   // that exists still wins; only a name that is no column becomes a string.
   const d = new DatabaseSync(path, { readOnly, timeout: 5000, enableDoubleQuotedStringLiterals: true });
+  // Reads the schema now, so a file that is no database fails here (opening), not in the statement.
+  d.prepare('SELECT count(*) FROM sqlite_schema').get();
   if (readOnly) {
     d.exec('PRAGMA query_only = ON');
     d.setAuthorizer(authorize);
@@ -113,14 +115,17 @@ function introspect(m) {
 }
 process.on('disconnect', () => process.exit(0));
 process.on('message', (m) => {
+  let phase = 'open';
   try {
     let result;
+    if (m.path) open(m.path, m.op === 'query' ? m.readOnly : true);
+    phase = 'statement';
     if (m.op === 'query') result = query(m);
     else if (m.op === 'introspect') result = introspect(m);
     else { const d = open(m.path, true); result = d.prepare('SELECT sqlite_version() AS v').get(); }
     process.send({ id: m.id, ok: true, result });
   } catch (e) {
-    process.send({ id: m.id, ok: false, error: { message: String(e && e.message || e), code: e && e.code, errcode: e && e.errcode, errstr: e && e.errstr } });
+    process.send({ id: m.id, ok: false, error: { message: String(e && e.message || e), code: e && e.code, errcode: e && e.errcode, errstr: e && e.errstr, phase } });
   }
 });
 `;
@@ -180,6 +185,30 @@ export async function sqliteFilePath(database: string, orgId: string | undefined
   if (statSync(path).isDirectory())
     throw Object.assign(new Error('unable to open database file: it is a directory'), { errcode: 14 });
   return path;
+}
+
+/** SQLite result codes that describe the file rather than the statement (diagnosed as connection problems). */
+const FILE_ERRCODES = new Set([11, 14, 26]); // CORRUPT, CANTOPEN, NOTADB
+
+/**
+ * A failure of the statement itself (the file opened) is about the statement, whatever its message says
+ * (`pragma_journal_mode('wal')` fails with "unknown database 'wal'", which is no connection problem): a
+ * refusal by the authorizer is 400 READ_ONLY_VIOLATION, anything else 422 QUERY_FAILED.
+ */
+function statementError(e: unknown, text: string): unknown {
+  const err = e as { phase?: string; errcode?: number; code?: string; message?: string };
+  if (err?.phase !== 'statement' || (err.errcode !== undefined && FILE_ERRCODES.has(err.errcode))) return e;
+  const message = String(err.message ?? e);
+  if (err.errcode === 23 || /not authorized/i.test(message))
+    return new AppError(
+      400,
+      'READ_ONLY_VIOLATION',
+      'SQLite refused this statement (not authorized): only reads of tables and views, read-only PRAGMA functions and built-in functions can run here.',
+      { statementType: /\bpragma/i.test(text) ? 'PRAGMA' : 'AUTHORIZER' },
+    );
+  return new AppError(422, 'QUERY_FAILED', `The database rejected the statement: ${message}`, {
+    code: typeof err.code === 'string' ? err.code : 'UNKNOWN',
+  });
 }
 
 /** Every live child, killed when this process exits (a child inside a native SQLite loop cannot notice). */
@@ -289,7 +318,9 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
           readOnly: opts.readOnly !== false,
         },
         opts.timeoutMs,
-      );
+      ).catch((e) => {
+        throw statementError(e, text);
+      });
       const columns = uniqueColumns(r.columns);
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       for (const row of r.rows) if (!collector.add(rowOf(columns, row, { safeBigInts: true }))) break;
