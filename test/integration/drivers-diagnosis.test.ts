@@ -59,6 +59,15 @@ function expectDiagnosis(d: Diagnosis, want: Partial<Diagnosis>, target: Connect
   expect(d.fixSteps.length).toBeGreaterThan(0);
   const text = JSON.stringify(d);
   if (target.password) expect(text).not.toContain(target.password);
+  // Fix steps name the actual place: the host (server drivers) or the file, and for login, database and
+  // privilege problems also the user and the database.
+  const steps = d.fixSteps.join(' ');
+  if (target.type === 'SQLITE') expect(steps).toContain(target.database);
+  else expect(steps, JSON.stringify(d)).toContain(target.host);
+  if (target.type !== 'SQLITE' && ['AUTH', 'DATABASE', 'PERMISSION'].includes(d.stage)) {
+    expect(steps, JSON.stringify(d)).toContain(target.username);
+    expect(steps, JSON.stringify(d)).toContain(target.database);
+  }
 }
 
 beforeAll(async () => {
