@@ -133,3 +133,15 @@ describe('host policy: address classes with deployment mode on and off', () => {
     }
   });
 });
+
+describe('configuration', () => {
+  it('a bad CIDR setting stops configuration with a message naming the variable', async () => {
+    const { config } = await import('../../shared/platform/config');
+    setEnv({ LOUPE_DB_ALLOW_CIDRS: '10.0.0.0/8,300.1.1.1/8' });
+    expect(() => config()).toThrow(/LOUPE_DB_ALLOW_CIDRS/);
+    setEnv({ LOUPE_DB_ALLOW_CIDRS: '10.0.0.0/8, fd00::/8 ,192.0.2.7', LOUPE_DB_HOST_POLICY: 'sometimes' });
+    expect(() => config()).toThrow(/LOUPE_DB_HOST_POLICY/);
+    setEnv({ LOUPE_DB_HOST_POLICY: undefined });
+    expect(config().LOUPE_DB_ALLOW_CIDRS).toContain('fd00::/8');
+  });
+});
