@@ -175,13 +175,25 @@ export async function assertHostAllowed(host: string): Promise<void> {
 export function checkedSocket(): Socket {
   const socket = new Socket();
   const connect = socket.connect.bind(socket) as (o: unknown) => Socket;
-  (socket as unknown as { connect: (port: number, host: string) => Socket }).connect = (port, host) => {
+  (socket as unknown as { connect: (port: number | string, host?: string) => Socket }).connect = (
+    port,
+    host,
+  ) => {
+    // A Unix socket path (pg's form for a host starting with "/"): the machine itself, like loopback.
+    if (typeof port === 'string' && host === undefined) {
+      if (hostPolicyMode() === 'deployed' || addressRefusal('127.0.0.1') !== undefined) {
+        process.nextTick(() => socket.destroy(new HostRefusedError(port)));
+        return socket;
+      }
+      return connect({ path: port });
+    }
+    host = host ?? 'localhost';
     const refused = isIP(host) && addressRefusal(host) !== undefined;
     if (refused) {
       process.nextTick(() => socket.destroy(new HostRefusedError(host)));
       return socket;
     }
-    return connect({ port, host, lookup: checkedLookup });
+    return connect({ port: Number(port), host, lookup: checkedLookup });
   };
   return socket;
 }

@@ -134,6 +134,25 @@ describe('host policy: address classes with deployment mode on and off', () => {
   });
 });
 
+describe('Unix socket paths (pg connects to a path when the host starts with "/")', () => {
+  const attempt = () =>
+    new Promise<string>((resolve) => {
+      const s = checkedSocket();
+      s.once('connect', () => {
+        s.destroy();
+        resolve('connected');
+      });
+      s.once('error', (e) => resolve((e as { code?: string }).code ?? 'error'));
+      (s.connect as unknown as (path: string) => void)('/tmp/loupe-no-such-socket/.s.PGSQL.5432');
+    });
+  it('are refused when deployed and tried locally', async () => {
+    setEnv({ LOUPE_DB_HOST_POLICY: 'deployed' });
+    expect(await attempt()).toBe('LOUPE_HOST_REFUSED');
+    setEnv({ LOUPE_DB_HOST_POLICY: 'local' });
+    expect(await attempt()).toBe('ENOENT');
+  });
+});
+
 describe('configuration', () => {
   it('a bad CIDR setting stops configuration with a message naming the variable', async () => {
     const { config } = await import('../../shared/platform/config');
