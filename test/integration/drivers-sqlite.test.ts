@@ -1,4 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -221,6 +229,33 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
       code: 'QUERY_FAILED',
     });
     expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it('runs statements in a child process that exits when idle and comes back on the next call', async () => {
+    const { sqliteDriver } = await import('../../shared/connections/drivers/sqlite');
+    const children = () =>
+      readdirSync('/proc')
+        .filter((e) => /^\d+$/.test(e))
+        .filter((pid) => {
+          try {
+            const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+            const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+            return (
+              ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node:sqlite')
+            );
+          } catch {
+            return false;
+          }
+        });
+    const before = children().length;
+    const d = sqliteDriver(target({ id: 'sqlite-idle' }), { idleMs: 300 });
+    const opts = { maxRows: 10, maxBytes: 1 << 20, timeoutMs: 5_000 };
+    expect((await d.query('SELECT count(*) AS n FROM items', opts)).rows).toEqual([{ n: 30 }]);
+    expect(children().length).toBe(before + 1);
+    await new Promise((r) => setTimeout(r, 800));
+    expect(children().length).toBe(before);
+    expect((await d.query('SELECT count(*) AS n FROM items', opts)).rows).toEqual([{ n: 30 }]);
+    await d.close();
   });
 
   it('accepts double-quoted string literals as the sqlite3 shell does; real identifiers still win', async () => {

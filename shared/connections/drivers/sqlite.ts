@@ -217,8 +217,13 @@ process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
 
-export function sqliteDriver(target: ConnectionTarget): Driver {
+/** A connection's SQLite process exits after this long without a call (a node process costs ~40 MB). */
+export const SQLITE_IDLE_MS = 60_000;
+
+export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number } = {}): Driver {
+  const idleMs = opts.idleMs ?? SQLITE_IDLE_MS;
   let child: ChildProcess | undefined;
+  let idleTimer: NodeJS.Timeout | undefined;
   let seq = 0;
   const pending = new Map<number, Pending>();
 
@@ -254,7 +259,14 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
       if (!p) return;
       pending.delete(m.id);
       clearTimeout(p.timer);
-      if (pending.size === 0) (c.channel as { unref?: () => void } | undefined)?.unref?.();
+      if (pending.size === 0) {
+        (c.channel as { unref?: () => void } | undefined)?.unref?.();
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => {
+          if (child === c && pending.size === 0) stop(c);
+        }, idleMs);
+        idleTimer.unref();
+      }
       if (m.ok) p.resolve(m.result);
       else p.reject(Object.assign(new Error(String(m.error?.message)), m.error));
     });
@@ -275,6 +287,7 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
 
   const call = <T>(msg: Record<string, unknown>, timeoutMs: number): Promise<T> =>
     new Promise<T>((resolvePromise, reject) => {
+      clearTimeout(idleTimer);
       const c = ensureChild();
       const id = ++seq;
       const p: Pending = { resolve: resolvePromise as (v: unknown) => void, reject };
@@ -335,6 +348,7 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     },
 
     async close() {
+      clearTimeout(idleTimer);
       const c = child;
       failAll(new Error('The connection was closed.'));
       if (c) stop(c);
