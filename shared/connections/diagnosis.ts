@@ -77,9 +77,13 @@ export function factsOf(error: unknown): ErrorFacts {
 }
 
 const hostPort = (t: Target) => {
+  // A MongoDB connection string names its own hosts and ports (credentials removed).
+  if (/^mongodb(\+srv)?:\/\//i.test(t.host)) return t.host.replace(/(\w+:\/\/)[^@\s/]+@/, '$1');
   const port = t.port ?? defaultPort[t.type];
   return port ? `${t.host}:${port}` : t.host;
 };
+/** `database "sales" on db.example.com:5432`: the place a fix step refers to. */
+const dbAt = (t: Target) => `database "${t.database}" on ${hostPort(t)}`;
 
 export const defaultPort: Record<DbType, number | null> = {
   POSTGRES: 5432,
@@ -102,16 +106,16 @@ const product: Record<DbType, string> = {
 const grantHint = (t: Target, object = '<table>') => {
   switch (t.type) {
     case 'POSTGRES':
-      return `As an administrator run: GRANT SELECT ON ${object} TO "${t.username}"; (or GRANT pg_read_all_data TO "${t.username}" on PostgreSQL 14+).`;
+      return `As an administrator of database "${t.database}" on ${hostPort(t)} run: GRANT SELECT ON ${object} TO "${t.username}"; (or GRANT pg_read_all_data TO "${t.username}" on PostgreSQL 14+).`;
     case 'MYSQL':
     case 'MARIADB':
-      return `As an administrator run: GRANT SELECT ON \`${t.database || '<database>'}\`.* TO '${t.username}'@'%';`;
+      return `As an administrator on ${hostPort(t)} run: GRANT SELECT ON \`${t.database || '<database>'}\`.* TO '${t.username}'@'%';`;
     case 'MSSQL':
-      return `As an administrator run in database ${t.database || '<database>'}: ALTER ROLE db_datareader ADD MEMBER [${t.username}];`;
+      return `As an administrator on ${hostPort(t)} run in database ${t.database || '<database>'}: ALTER ROLE db_datareader ADD MEMBER [${t.username}];`;
     case 'MONGODB':
-      return `Give user "${t.username}" the read role on database "${t.database || '<database>'}" (db.grantRolesToUser("${t.username}", [{role: "read", db: "${t.database || '<database>'}"}])).`;
+      return `On ${hostPort(t)}, give user "${t.username}" the read role on database "${t.database || '<database>'}" (db.grantRolesToUser("${t.username}", [{role: "read", db: "${t.database || '<database>'}"}])).`;
     default:
-      return 'Make the file readable by the Loupe process.';
+      return `Make "${t.database}" readable by the Loupe process.`;
   }
 };
 
@@ -137,17 +141,32 @@ const tlsCertCodes = [
 
 /** Ordered: the first rule that matches wins (specific before general). */
 const rules: Rule[] = [
+  // ---- Host policy (refused before any connection: the same answer whether a port is open or not) ----
+  {
+    when: (f) => has(f, 'LOUPE_HOST_REFUSED'),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'user',
+      title: 'Database host not allowed',
+      explanation: `Loupe does not connect to "${t.host}": it resolves to an address outside the ranges allowed for database connections (loopback, link-local and metadata addresses, unspecified, multicast, or a range the operator denied). No connection was attempted.`,
+      fixSteps: [
+        `Use the address of the database server as the network sees it (a private or public address), not "${t.host}".`,
+        'If this address is really a database your operator wants reachable, ask them to add its range to LOUPE_DB_ALLOW_CIDRS.',
+      ],
+      retryable: false,
+    }),
+  },
   // ---- SQLite files (local path or S3 object) ----
   {
-    when: (f) => has(f, 'LOUPE_SQLITE_LOCAL_PATH'),
-    build: (t) => ({
+    when: (f) => has(f, 'LOUPE_SQLITE_OUTSIDE_ROOT'),
+    build: (t, _f, m) => ({
       stage: 'DATABASE',
       fault: 'user',
-      title: 'SQLite file paths work only in local mode',
-      explanation: `The deployed service cannot read "${t.database}" from its own disk. Deployed, a SQLite database is an S3 object.`,
+      title: "SQLite source outside the organization's area",
+      explanation: `"${t.database}" is not in this organization's SQLite folder or S3 prefix, so Loupe does not open it.`,
       fixSteps: [
-        `Upload the file to S3 and set database to s3://<bucket>/<key>.`,
-        'Grant the Loupe functions s3:GetObject on that object.',
+        m.replace(/^.*?area\. /, '') || "Use a path relative to the organization's SQLite folder.",
+        'Ask the operator to place the file in the organization folder (or its S3 prefix) if it is not there yet.',
       ],
       retryable: false,
     }),
@@ -185,8 +204,8 @@ const rules: Rule[] = [
       title: 'SQLite file not found',
       explanation: `SQLite could not open "${t.database}": the file does not exist or cannot be read.`,
       fixSteps: [
-        `Check the path "${t.database}" (absolute paths are safest).`,
-        'Make sure the file exists and the Loupe process may read it.',
+        `Check the path "${t.database}" (relative to the organization's SQLite folder).`,
+        `Make sure "${t.database}" exists there and the Loupe process may read it.`,
       ],
       retryable: false,
     }),
@@ -198,7 +217,10 @@ const rules: Rule[] = [
       fault: 'user',
       title: 'Not a SQLite database',
       explanation: `"${t.database}" exists but is not a SQLite database file (or it is encrypted).`,
-      fixSteps: ['Point the connection at the .sqlite/.db file itself.', 'Unencrypted SQLite 3 files only.'],
+      fixSteps: [
+        `Point the connection at the .sqlite/.db file itself instead of "${t.database}".`,
+        'Unencrypted SQLite 3 files only.',
+      ],
       retryable: false,
     }),
   },
@@ -210,8 +232,8 @@ const rules: Rule[] = [
       title: 'The SQLite file is damaged',
       explanation: `SQLite reports that "${t.database}" is malformed.`,
       fixSteps: [
-        'Restore the file from a backup or re-export it.',
-        'Check with: sqlite3 <file> "PRAGMA integrity_check"',
+        `Restore "${t.database}" from a backup or re-export it.`,
+        `Check with: sqlite3 ${t.database} "PRAGMA integrity_check"`,
       ],
       retryable: false,
     }),
@@ -226,8 +248,8 @@ const rules: Rule[] = [
       explanation: `DNS has no address for "${t.host}".`,
       fixSteps: [
         `Check the spelling of the host "${t.host}".`,
-        'If it is a private name, make sure the Loupe functions run in a network (VPC) whose DNS resolves it.',
-        'Use the host name or IP address your database provider shows for external connections.',
+        `If "${t.host}" is a private name, make sure the Loupe functions run in a network (VPC) whose DNS resolves it.`,
+        `Replace "${t.host}" with the host name or IP address your database provider shows for external connections to database "${t.database}".`,
       ],
       retryable: false,
     }),
@@ -260,7 +282,7 @@ const rules: Rule[] = [
       explanation: `sslEnabled is on, but ${product[t.type]} at ${hostPort(t)} does not offer TLS.`,
       fixSteps: [
         `Enable TLS on the server at ${hostPort(t)} (recommended), or`,
-        'turn sslEnabled off for this connection if the network path is private (traffic is then unencrypted).',
+        `turn sslEnabled off for the connection to ${dbAt(t)} if the network path to it is private (traffic is then unencrypted).`,
       ],
       retryable: false,
     }),
@@ -279,8 +301,8 @@ const rules: Rule[] = [
       title: 'The server requires TLS',
       explanation: `${product[t.type]} at ${hostPort(t)} refuses unencrypted connections.`,
       fixSteps: [
-        'Turn sslEnabled on for this connection.',
-        "If the server's certificate comes from a private CA, the operator adds that CA with NODE_EXTRA_CA_CERTS.",
+        `Turn sslEnabled on for the connection to ${dbAt(t)}.`,
+        `If the certificate of ${hostPort(t)} comes from a private CA, the operator adds that CA with NODE_EXTRA_CA_CERTS.`,
       ],
       retryable: false,
     }),
@@ -293,8 +315,8 @@ const rules: Rule[] = [
       title: 'Certificate does not match the host name',
       explanation: `The server at ${hostPort(t)} presented a certificate issued for a different name than "${t.host}".`,
       fixSteps: [
-        'Connect with the host name written on the certificate (often the provider endpoint, not an IP address or alias).',
-        'Or reissue the server certificate to include this host name.',
+        `Replace "${t.host}" with the host name written on the certificate of ${hostPort(t)} (often the provider endpoint, not an IP address or alias).`,
+        `Or reissue the server certificate to include "${t.host}".`,
       ],
       retryable: false,
     }),
@@ -306,7 +328,10 @@ const rules: Rule[] = [
       fault: 'server',
       title: 'Server certificate expired or not yet valid',
       explanation: `The certificate presented by ${hostPort(t)} is outside its validity period.`,
-      fixSteps: ['Renew the server certificate.', 'Check the clock of the database server.'],
+      fixSteps: [
+        `Renew the certificate of the server at ${hostPort(t)}.`,
+        `Check the clock of the database server ${t.host}.`,
+      ],
       retryable: false,
     }),
   },
@@ -319,7 +344,7 @@ const rules: Rule[] = [
       title: 'Server certificate not trusted',
       explanation: `The certificate of ${hostPort(t)} is self-signed or signed by a CA Loupe does not trust. Loupe verifies certificates when sslEnabled is on.`,
       fixSteps: [
-        'Use a certificate from a public CA, or',
+        `Give the server at ${hostPort(t)} a certificate from a public CA, or`,
         "have the operator add your CA's PEM bundle to the Loupe functions with the NODE_EXTRA_CA_CERTS environment variable.",
       ],
       retryable: false,
@@ -335,8 +360,8 @@ const rules: Rule[] = [
       title: 'TLS handshake failed',
       explanation: `Loupe and the server at ${hostPort(t)} could not agree on a TLS session.`,
       fixSteps: [
-        `Check that port ${t.port ?? defaultPort[t.type]} is the database port (not an HTTP or proxy port).`,
-        'Check that the server supports TLS 1.2 or newer, or turn sslEnabled off if the server has no TLS.',
+        `Check that port ${t.port ?? defaultPort[t.type]} on ${t.host} is the ${product[t.type]} port (not an HTTP or proxy port).`,
+        `Check that the server at ${hostPort(t)} supports TLS 1.2 or newer, or turn sslEnabled off if it has no TLS.`,
       ],
       retryable: false,
     }),
@@ -353,12 +378,14 @@ const rules: Rule[] = [
       title: 'Database not found',
       explanation: `${product[t.type]} at ${hostPort(t)} has no database "${t.database}" that user "${t.username}" can open.`,
       fixSteps: [
-        `Check the spelling (and case) of the database name "${t.database}".`,
+        `Check the spelling (and case) of the database name "${t.database}" on ${hostPort(t)}.`,
         t.type === 'POSTGRES'
-          ? 'List databases with: SELECT datname FROM pg_database;'
+          ? `List the databases on ${hostPort(t)} with: SELECT datname FROM pg_database; (logged in as "${t.username}").`
           : t.type === 'MSSQL'
-            ? `List databases with: SELECT name FROM sys.databases; and make sure "${t.username}" is a user in "${t.database}".`
-            : 'List databases with: SHOW DATABASES;',
+            ? `List the databases on ${hostPort(t)} with: SELECT name FROM sys.databases; and make sure "${t.username}" is a user in "${t.database}".`
+            : t.type === 'MONGODB'
+              ? `List the databases on ${hostPort(t)} with: show dbs (as "${t.username}").`
+              : `List the databases on ${hostPort(t)} that "${t.username}" may see with: SHOW DATABASES;`,
       ],
       retryable: false,
     }),
@@ -392,7 +419,9 @@ const rules: Rule[] = [
       fault: 'user',
       title: 'Account locked or password expired',
       explanation: `The account "${t.username}" cannot log in until its password is reset or it is unlocked.`,
-      fixSteps: [`Reset the password of "${t.username}" (or unlock the account), then update it in Loupe.`],
+      fixSteps: [
+        `Reset the password of "${t.username}" on ${hostPort(t)} (or unlock the account), then update it in Loupe for ${dbAt(t)}.`,
+      ],
       retryable: false,
     }),
   },
@@ -427,10 +456,12 @@ const rules: Rule[] = [
       title: 'Login failed',
       explanation: `${product[t.type]} at ${hostPort(t)} rejected user "${t.username}" with the stored password.`,
       fixSteps: [
-        `Check the username "${t.username}" and enter the password again.`,
-        `Make sure "${t.username}" exists and may log in from the Loupe network${t.type === 'MYSQL' || t.type === 'MARIADB' ? ` (MySQL users are 'user'@'host': allow '${t.username}'@'%' or Loupe's address)` : ''}.`,
+        `Check the username "${t.username}" and enter the password again for ${product[t.type]} ${dbAt(t)}.`,
+        `Make sure "${t.username}" exists on ${hostPort(t)} and may log in to database "${t.database}" from the Loupe network${t.type === 'MYSQL' || t.type === 'MARIADB' ? ` (MySQL users are 'user'@'host': allow '${t.username}'@'%' or Loupe's address)` : ''}.`,
         ...(t.type === 'MONGODB'
-          ? ['If the user is defined in another database, add ?authSource=<that database> to the host.']
+          ? [
+              `If "${t.username}" is defined in another database than "${t.database}", add ?authSource=<that database> to the host.`,
+            ]
           : []),
       ],
       retryable: false,
@@ -447,10 +478,10 @@ const rules: Rule[] = [
       fixSteps:
         t.type === 'POSTGRES'
           ? [
-              `Add a pg_hba.conf line for database "${t.database}", user "${t.username}" and Loupe's address (hostssl … scram-sha-256), then reload the server.`,
+              `On the server at ${hostPort(t)}, add a pg_hba.conf line for database "${t.database}", user "${t.username}" and Loupe's address (hostssl … scram-sha-256), then reload it.`,
             ]
           : [
-              `Create or grant the user for Loupe's host: CREATE USER '${t.username}'@'%' … / GRANT … TO '${t.username}'@'%'.`,
+              `On ${hostPort(t)}, create or grant the user for Loupe's host: CREATE USER '${t.username}'@'%' … / GRANT SELECT ON \`${t.database || '<database>'}\`.* TO '${t.username}'@'%'.`,
             ],
       retryable: false,
     }),
@@ -463,8 +494,8 @@ const rules: Rule[] = [
       title: 'User not accepted',
       explanation: `${product[t.type]} did not accept user "${t.username}" (it may not exist).`,
       fixSteps: [
-        `Check the username "${t.username}".`,
-        `Create the user or ask the database administrator for a login.`,
+        `Check the username "${t.username}" for ${dbAt(t)}.`,
+        `Create "${t.username}" on ${hostPort(t)} or ask its database administrator for a login to database "${t.database}".`,
       ],
       retryable: false,
     }),
@@ -480,10 +511,10 @@ const rules: Rule[] = [
       title: 'Authentication method not supported',
       explanation: `The server asked for an authentication method the driver cannot use for "${t.username}", or no password was given.`,
       fixSteps: [
-        'Make sure the connection has a password.',
+        `Make sure the connection to ${dbAt(t)} has a password for "${t.username}".`,
         t.type === 'POSTGRES'
-          ? 'Use scram-sha-256 or md5 password authentication for this user.'
-          : 'Use caching_sha2_password or mysql_native_password for this user.',
+          ? `Use scram-sha-256 or md5 password authentication for "${t.username}" on ${hostPort(t)}.`
+          : `Use caching_sha2_password or mysql_native_password for "${t.username}" on ${hostPort(t)}.`,
       ],
       retryable: false,
     }),
@@ -527,7 +558,7 @@ const rules: Rule[] = [
       explanation: `${product[t.type]} at ${hostPort(t)} accepted the connection but cannot serve it now (connection limit reached, starting, or shutting down).`,
       fixSteps: [
         'Try again in a minute.',
-        'If it persists, raise the connection limit or check the server status.',
+        `If it persists, raise the connection limit of the server at ${hostPort(t)} or check its status.`,
       ],
       retryable: true,
     }),
@@ -542,8 +573,8 @@ const rules: Rule[] = [
       explanation: `Nothing is accepting connections at ${hostPort(t)}.`,
       fixSteps: [
         `Check that ${product[t.type]} is running and listening on ${hostPort(t)} (port ${t.port ?? defaultPort[t.type]}).`,
-        'Check that the server listens on its external address (listen_addresses / bind-address), not only localhost.',
-        'Check that a firewall or security group allows inbound connections from Loupe.',
+        `Check that the server on ${t.host} listens on its external address (listen_addresses / bind-address), not only localhost.`,
+        `Check that a firewall or security group allows inbound connections to ${hostPort(t)} from Loupe.`,
       ],
       retryable: true,
     }),
@@ -560,8 +591,8 @@ const rules: Rule[] = [
       explanation: `No answer from ${hostPort(t)} in time: the network path is blocked or the server is overloaded.`,
       fixSteps: [
         `Allow inbound connections to ${hostPort(t)} from Loupe in the firewall, security group or the provider's IP allowlist.`,
-        'Make sure the database is reachable from the internet or from the Loupe network (VPC).',
-        `Check that port ${t.port ?? defaultPort[t.type]} is correct.`,
+        `Make sure ${hostPort(t)} is reachable from the internet or from the Loupe network (VPC).`,
+        `Check that port ${t.port ?? defaultPort[t.type]} is the ${product[t.type]} port of ${t.host}.`,
       ],
       retryable: true,
     }),
@@ -578,7 +609,7 @@ const rules: Rule[] = [
       explanation: `The connection to ${hostPort(t)} could not be established or was dropped.`,
       fixSteps: [
         `Check that ${hostPort(t)} is reachable from Loupe (routing, firewall, VPN).`,
-        `Check that port ${t.port ?? defaultPort[t.type]} is the ${product[t.type]} port.`,
+        `Check that port ${t.port ?? defaultPort[t.type]} is the ${product[t.type]} port of ${t.host}.`,
         'Try again: transient network failures clear up on their own.',
       ],
       retryable: true,
@@ -606,7 +637,10 @@ export function diagnose(error: unknown, target: Target, stage?: Stage): Diagnos
     fault: 'us',
     title: 'Unexpected error',
     explanation: `Loupe hit an error it does not recognise while talking to ${product[target.type]} at ${hostPort(target)}: ${sanitize(messageOf(error), target)}`,
-    fixSteps: ['Try again.', 'If it keeps happening, contact support with the request id.'],
+    fixSteps: [
+      'Try again.',
+      `If it keeps happening, contact support with the request id (connection to ${target.type === 'SQLITE' ? `"${target.database}"` : dbAt(target)}).`,
+    ],
     retryable: true,
   };
 }

@@ -1,9 +1,25 @@
+import ipaddr from 'ipaddr.js';
 import * as z from 'zod';
 
 const boolish = z
   .enum(['true', 'false', '1', '0', ''])
   .optional()
   .transform((v) => v === 'true' || v === '1');
+
+/** `10.0.0.0/8, fd00::/8, 192.0.2.7`: every entry a CIDR or a single address. */
+function cidrList(v: string): boolean {
+  return v.split(',').every((raw) => {
+    const e = raw.trim();
+    if (!e) return true;
+    try {
+      if (e.includes('/')) ipaddr.parseCIDR(e);
+      else ipaddr.parse(e);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
 
 const Env = z.object({
   /** aws inside Lambda, local under `npm start`, the CLI and tests. */
@@ -39,6 +55,21 @@ const Env = z.object({
   LOUPE_MODEL_PRICES: z.string().optional(),
   LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
   SMTP_URL: z.string().optional(),
+  /** SQLite files: `<root>/<orgId>/…` locally (default `<LOUPE_DATA_DIR>/sqlite`). */
+  LOUPE_SQLITE_ROOT: z.string().min(1).optional(),
+  /** SQLite objects when deployed: `s3://<bucket>/<orgId>/…` only. */
+  LOUPE_SQLITE_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'an S3 bucket name')
+    .optional(),
+  /** Database host policy as deployed (true) or local (false); default: deployed when running in Lambda. */
+  LOUPE_DB_HOST_POLICY: z.enum(['deployed', 'local']).optional(),
+  /** Comma-separated CIDRs: database addresses always refused / always allowed (deny wins). */
+  LOUPE_DB_DENY_CIDRS: z.string().refine(cidrList, 'a comma-separated list of CIDRs or addresses').optional(),
+  LOUPE_DB_ALLOW_CIDRS: z
+    .string()
+    .refine(cidrList, 'a comma-separated list of CIDRs or addresses')
+    .optional(),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

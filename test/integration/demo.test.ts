@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateDemoDatabase } from '../../shared/demo/generate';
 import { DEMO_CONNECTION_NAME, demoEnabled } from '../../shared/demo/setup';
+import { db } from '../../shared/platform/db/store';
 import { startTestServer } from '../support/server';
 
 const TABLES = [
@@ -60,14 +61,16 @@ describe('local demo data', () => {
     const s = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
     let demoId: string;
     try {
-      expect(existsSync(join(dataDir, 'demo.sqlite'))).toBe(true);
+      // In the organization's own SQLite folder, like any file a user brings.
+      expect(existsSync(join(dataDir, 'sqlite', s.app.orgId, 'demo.sqlite'))).toBe(true);
+      expect(existsSync(join(dataDir, 'demo.sqlite'))).toBe(false);
       const list = await s.call('GET', '/connections');
       const demo = list.body.data.filter((c: { name: string }) => c.name === DEMO_CONNECTION_NAME);
       expect(demo).toHaveLength(1);
       demoId = demo[0].id;
       expect(demo[0]).toMatchObject({
         type: 'SQLITE',
-        database: join(dataDir, 'demo.sqlite'),
+        database: 'demo.sqlite',
         isActive: true,
       });
       const schema = await s.call('GET', `/connections/${demoId}/schema`);
@@ -105,6 +108,35 @@ describe('local demo data', () => {
       expect((await third.call('GET', '/connections')).body.data).toEqual([]);
     } finally {
       await third.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('an install that registered the demo at <dataDir>/demo.sqlite gets it moved into the organization folder', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'loupe-demo-move-'));
+    const first = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
+    const orgId = first.app.orgId;
+    const id = (await first.call('GET', '/connections')).body.data[0].id as string;
+    // The state an older version left: the file in the data directory, the connection holding its absolute path.
+    const inFolder = join(dataDir, 'sqlite', orgId, 'demo.sqlite');
+    renameSync(inFolder, join(dataDir, 'demo.sqlite'));
+    await db.patch(`ORG#${orgId}`, `CONN#${id}`, { database: join(dataDir, 'demo.sqlite') });
+    const before = await first.call('POST', `/connections/${id}/query`, {
+      body: { sql: 'SELECT count(*) AS n FROM plans' },
+    });
+    expect(before.status).toBe(422); // outside the organization's folder
+    await first.stop({ keepData: true });
+    const again = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
+    try {
+      expect(existsSync(inFolder)).toBe(true);
+      expect(existsSync(join(dataDir, 'demo.sqlite'))).toBe(false);
+      expect((await again.call('GET', `/connections/${id}`)).body.data.database).toBe('demo.sqlite');
+      const q = await again.call('POST', `/connections/${id}/query`, {
+        body: { sql: 'SELECT count(*) AS n FROM plans' },
+      });
+      expect(q.status, q.text).toBe(200);
+    } finally {
+      await again.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

@@ -15,7 +15,9 @@ import {
   sanitize,
 } from '../../shared/connections/diagnosis';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
+import { HostRefusedError } from '../../shared/connections/host-policy';
 import { isQueryTimeout, queryError } from '../../shared/connections/run';
+import { SqliteSourceRefused } from '../../shared/connections/sqlite-source';
 
 const mssqlTarget: ConnectionTarget = {
   id: 'c1',
@@ -386,11 +388,14 @@ describe('network, TLS and other codes', () => {
       { stage: 'PERMISSION' },
     ],
     [
-      'SQLite local path in AWS',
-      Object.assign(new Error('SQLite file paths work only in local mode'), {
-        code: 'LOUPE_SQLITE_LOCAL_PATH',
-      }),
-      { stage: 'DATABASE', fault: 'user' },
+      'SQLite source outside the organization',
+      new SqliteSourceRefused('Use a path relative to the organization folder.'),
+      { stage: 'DATABASE', fault: 'user', title: "SQLite source outside the organization's area" },
+    ],
+    [
+      'Database host refused by the host policy',
+      new HostRefusedError('pg.example.com'),
+      { stage: 'CONNECT', fault: 'user', title: 'Database host not allowed' },
     ],
   ];
   for (const [name, err, want] of cases)
@@ -402,5 +407,78 @@ describe('network, TLS and other codes', () => {
     expect(sanitize('failed for mongodb://bob:S3cret-pass@h/db with S3cret-pass', pgTarget)).toBe(
       'failed for mongodb://***@h/db with ***',
     );
+  });
+});
+
+describe('every fix step that refers to a place names it (host and port, database, user) on every driver', () => {
+  const targets: ConnectionTarget[] = [
+    pgTarget,
+    { ...pgTarget, type: 'MYSQL', host: 'my.example.com', port: 3306 },
+    { ...pgTarget, type: 'MARIADB', host: 'maria.example.com', port: 3307 },
+    mssqlTarget,
+    mongoTarget,
+  ];
+  const err = (props: Record<string, unknown>, message = 'failure') =>
+    Object.assign(new Error(message), props);
+  // One error per rule that concerns a server (the SQLite rules are tested with files elsewhere).
+  const errors: Array<[string, Error]> = [
+    ['DNS', err({ code: 'ENOTFOUND' }, 'getaddrinfo ENOTFOUND x')],
+    ['DNS temporary', err({ code: 'EAI_AGAIN' })],
+    ['no TLS', err({ code: 'HANDSHAKE_NO_SSL_SUPPORT' })],
+    ['TLS required', err({}, 'SSL connection is required')],
+    ['certificate name', err({ code: 'ERR_TLS_CERT_ALTNAME_INVALID' })],
+    ['certificate expired', err({ code: 'CERT_HAS_EXPIRED' })],
+    ['certificate untrusted', err({ code: 'SELF_SIGNED_CERT_IN_CHAIN' })],
+    ['handshake', err({ code: 'EPROTO' })],
+    ['database', err({ code: '3D000' }, 'database "x" does not exist')],
+    ['locked', err({}, 'password has expired')],
+    ['db access', err({ errno: 1044 })],
+    ['password', err({ code: '28P01' }, 'password authentication failed for user "reporter"')],
+    ['pg_hba', err({ code: '28000' }, 'no pg_hba.conf entry')],
+    ['role', err({}, 'role "reporter" does not exist')],
+    ['auth method', err({}, 'SASL: SCRAM-SERVER-FIRST-MESSAGE')],
+    ['permission', err({ code: '42501' }, 'permission denied for table orders')],
+    ['busy', err({ code: '53300' }, 'too many connections')],
+    ['refused', err({ code: 'ECONNREFUSED' })],
+    ['timeout', err({ code: 'ETIMEDOUT' })],
+    ['network', err({ code: 'ECONNRESET' })],
+    ['unknown', err({}, 'something odd')],
+  ];
+  const placeWords =
+    /\b(server|host|port|database|user|login|firewall|certificate|connection|account|network|reachable|listens|pg_hba|GRANT|grant|role)\b/i;
+  for (const t of targets)
+    for (const [name, e] of errors)
+      it(`${t.type} ${name}`, () => {
+        const d = diagnose(e, t);
+        const hostPort = `${t.host}:${t.port}`;
+        // The steps as a whole name the host (with the port when the place is the server).
+        expect(d.fixSteps.join(' '), JSON.stringify(d)).toContain(t.host);
+        if (['AUTH', 'DATABASE', 'PERMISSION'].includes(d.stage)) {
+          expect(d.fixSteps.join(' '), JSON.stringify(d)).toContain(t.username);
+          expect(d.fixSteps.join(' '), JSON.stringify(d)).toContain(t.database);
+        }
+        if (['CONNECT', 'TIMEOUT', 'TLS'].includes(d.stage) && name !== 'unknown')
+          expect(d.fixSteps.join(' '), JSON.stringify(d)).toContain(String(t.port));
+        // Each step that speaks of a place names it: no bare "the server", "this user", "the database".
+        for (const step of d.fixSteps)
+          if (placeWords.test(step) && !/^Try again/.test(step) && !/Loupe only reads/.test(step))
+            expect(
+              step.includes(t.host) ||
+                step.includes(t.username) ||
+                step.includes(t.database) ||
+                step.includes(hostPort),
+              `${name}: "${step}"`,
+            ).toBe(true);
+      });
+
+  it('a wrong PostgreSQL password names host, port, database and user', () => {
+    const d = diagnose(
+      err({ code: '28P01' }, 'password authentication failed for user "reporter"'),
+      pgTarget,
+    );
+    expect(d.title).toBe('Login failed');
+    expect(d.fixSteps[0]).toContain('pg.example.com:5432');
+    expect(d.fixSteps[0]).toContain('"sales"');
+    expect(d.fixSteps[0]).toContain('"reporter"');
   });
 });
