@@ -38,6 +38,7 @@ export const workers: WorkerDef[] = [
     queue: { visibilityTimeoutSeconds: 900, maxReceiveCount: 3, batchSize: 1 },
     timeoutSeconds: 840,
   },
+  { name: 'approval-expiry', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
 ];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);
