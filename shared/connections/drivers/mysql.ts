@@ -120,6 +120,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       let columns: string[] = [];
       let affected: number | undefined;
+      let returned = 0;
       let reusable = false;
       try {
         await run(c, sessionSetup(await flavorOf(c), opts.timeoutMs));
@@ -143,7 +144,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
               affected = (row as { affectedRows?: number }).affectedRows;
               return;
             }
-            if (!collector.add(rowOf(columns, row))) {
+            returned++;
+            // A write (RETURNING) runs to its end so that it can commit; only the kept rows are capped.
+            if (!collector.add(rowOf(columns, row)) && readOnly) {
               settled = true;
               c.pause();
               resolve(true);
@@ -180,6 +183,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
         rows: collector.rows,
         rowCount:
           !readOnly && affected !== undefined && columns.length === 0 ? affected : collector.rows.length,
+        ...(!readOnly ? { rowsAffected: affected ?? returned } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(collector.truncated ? { truncated: true } : {}),
       };

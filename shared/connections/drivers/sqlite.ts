@@ -6,7 +6,11 @@
  * a statement past its time budget is stopped by terminating the worker (a new one opens on the
  * next call). Reads open the file read-only (`readOnly: true`), set `PRAGMA query_only`, and install
  * an authorizer that allows only reading tables, calling functions outside a denylist, recursive
- * CTEs and read-only pragmas: a write that slipped past the guard fails in SQLite itself.
+ * CTEs and read-only pragmas: a write that slipped past the guard fails in SQLite itself. Approved
+ * writes (`readOnly: false`) open the file for writing (never creating it) and run as BEGIN IMMEDIATE,
+ * the statement to its end, COMMIT (ROLLBACK on any failure; a worker stopped at the timeout leaves a
+ * journal that SQLite rolls back on the next open), with an authorizer that refuses ATTACH/DETACH,
+ * transaction control, denied functions and setting pragmas.
  * Integers come back as numbers when they fit a double exactly, otherwise as strings; BLOBs as base64.
  */
 import { createHash } from 'node:crypto';
@@ -42,17 +46,64 @@ function authorize(action, a1, a2) {
     default: return C.SQLITE_DENY;
   }
 }
+// Approved writes: everything but attaching files, transaction control (ours only), denied functions and
+// pragmas that change settings.
+let own = false;
+function authorizeWrite(action, a1, a2) {
+  switch (action) {
+    case C.SQLITE_ATTACH: case C.SQLITE_DETACH: return C.SQLITE_DENY;
+    case C.SQLITE_TRANSACTION: case C.SQLITE_SAVEPOINT: return own ? C.SQLITE_OK : C.SQLITE_DENY;
+    case C.SQLITE_FUNCTION: return DENIED_FUNCTIONS.has(String(a2).toLowerCase()) ? C.SQLITE_DENY : C.SQLITE_OK;
+    case C.SQLITE_PRAGMA: return authorize(action, a1, a2);
+    default: return C.SQLITE_OK;
+  }
+}
 function open(path, readOnly) {
   const key = path + '|' + readOnly;
   if (db && dbKey === key) return db;
   if (db) { try { db.close(); } catch {} db = undefined; }
+  // Opening for writing would create a missing file: refuse instead, as a read-only open does.
+  if (!readOnly && !require('node:fs').existsSync(path))
+    throw Object.assign(new Error('unable to open database file: ' + path + ' does not exist'), { errcode: 14, errstr: 'unable to open database file' });
   const d = new DatabaseSync(path, { readOnly, timeout: 5000 });
   if (readOnly) {
     d.exec('PRAGMA query_only = ON');
     d.setAuthorizer(authorize);
-  }
+  } else d.setAuthorizer(authorizeWrite);
   db = d; dbKey = key;
   return d;
+}
+function ownExec(d, sql) { own = true; try { d.exec(sql); } finally { own = false; } }
+/** One approved write: BEGIN IMMEDIATE, the statement run to its end, COMMIT; any failure rolls back. */
+function write(m) {
+  const d = open(m.path, false);
+  ownExec(d, 'BEGIN IMMEDIATE');
+  try {
+    const st = d.prepare(m.text);
+    st.setReadBigInts(true);
+    st.setReturnArrays(true);
+    const columns = st.columns().map((c) => c.name);
+    let out;
+    if (columns.length === 0) {
+      const r = st.run(...m.params);
+      out = { columns, rows: [], more: false, changes: Number(r.changes) };
+    } else {
+      const rows = []; let bytes = 0; let more = false; let count = 0;
+      for (const row of st.iterate(...m.params)) {
+        count++;
+        if (more || rows.length >= m.maxRows) { more = true; continue; }
+        for (const v of row) bytes += size(v);
+        rows.push(row);
+        if (bytes > m.maxBytes * 2 + 65536) more = true;
+      }
+      out = { columns, rows, more, changes: count, returning: true };
+    }
+    ownExec(d, 'COMMIT');
+    return out;
+  } catch (e) {
+    try { ownExec(d, 'ROLLBACK'); } catch {}
+    throw e;
+  }
 }
 function size(v) {
   if (v == null) return 4;
@@ -110,7 +161,7 @@ function introspect(m) {
 parentPort.on('message', (m) => {
   try {
     let result;
-    if (m.op === 'query') result = query(m);
+    if (m.op === 'query') result = m.readOnly ? query(m) : write(m);
     else if (m.op === 'introspect') result = introspect(m);
     else { const d = open(m.path, true); result = d.prepare('SELECT sqlite_version() AS v').get(); }
     parentPort.postMessage({ id: m.id, ok: true, result });
@@ -254,7 +305,13 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
       const path = await sqliteFilePath(target.database);
-      const r = await call<{ columns: string[]; rows: unknown[][]; more: boolean; changes?: number }>(
+      const r = await call<{
+        columns: string[];
+        rows: unknown[][];
+        more: boolean;
+        changes?: number;
+        returning?: boolean;
+      }>(
         {
           op: 'query',
           path,
@@ -273,7 +330,8 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
       return {
         columns,
         rows: collector.rows,
-        rowCount: r.changes ?? collector.rows.length,
+        rowCount: r.changes !== undefined && !r.returning ? r.changes : collector.rows.length,
+        ...(opts.readOnly === false ? { rowsAffected: r.changes ?? 0 } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(truncated ? { truncated: true } : {}),
       };
