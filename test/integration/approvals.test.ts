@@ -254,6 +254,28 @@ describe('query approval with real databases', () => {
     });
   });
 
+  it('a PostgreSQL write with RETURNING stores the rows and rowsAffected', async () => {
+    await reset();
+    const q = (
+      await submit(users.member.key, rw.POSTGRES, `UPDATE ${T} SET n = n * 2 WHERE id >= 2 RETURNING id, n`)
+    ).body.data;
+    const r = await approve(s.adminKey, q.id);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.result).toMatchObject({
+      columns: ['id', 'n'],
+      rows: [
+        { id: 2, n: 40 },
+        { id: 3, n: 60 },
+      ],
+      rowsAffected: 2,
+    });
+    expect(await rows('POSTGRES')).toEqual([
+      initial[0],
+      { id: 2, label: 'b', n: 40 },
+      { id: 3, label: 'c', n: 60 },
+    ]);
+  });
+
   it('a write on a readOnly connection is refused at submission and nothing is stored', async () => {
     await reset();
     const before = (await listEvents(s.app.orgId, { limit: 1000 })).length;
@@ -419,6 +441,10 @@ describe('query approval with real databases', () => {
       expect(theirs.status).toBe(200);
       expect(theirs.body.data).toEqual([]);
       expect((await s.call('GET', '/approval-rules', { key })).body.data).toEqual([]);
+      // In the organization: members using the connection see the status; an unrelated member does not.
+      expect((await status(users.bystander.key, q.id)).status).toBe(200);
+      expect((await status(users.approver2.key, q.id)).status).toBe(404);
+      expect((await status(users.approver.key, q.id)).status).toBe(200);
       // A member of the organization who is not assigned the connection cannot submit on it.
       expect((await submit(users.approver.key, rw.POSTGRES, 'SELECT 1')).status).toBe(404);
       expect(await rows('POSTGRES')).toEqual(initial);
