@@ -187,10 +187,12 @@ async function execute(conn: ConnectionRecord, q: PendingQueryRecord, kind: 'rea
 }
 
 export async function submitQuery(ctx: AuthContext, input: z.output<typeof QuerySubmitRequest>) {
+  const rulesRead = activeRules(ctx.orgId);
+  rulesRead.catch(() => {}); // awaited below
   const conn = await loadConnection(ctx, input.connectionId);
   const c = await classifyStatement(conn.type, input.query);
   assertWritable(conn, c);
-  const rules = rulesFor(await activeRules(ctx.orgId), conn.id);
+  const rules = rulesFor(await rulesRead, conn.id);
   const auto = c.kind === 'read' && rules.length > 0 && rules.every((r) => r.scope === 'write');
   const now = Date.now();
   const nowText = new Date(now).toISOString();
@@ -275,9 +277,9 @@ export async function listPending(ctx: AuthContext, q: PageQuery) {
 
 /** The query, if the caller may see it: its submitter, admins, its reviewers, members using its connection. */
 async function visibleQuery(ctx: AuthContext, id: string) {
-  const q = await pendingStore.get(ctx.orgId, id);
+  const [q, active] = await Promise.all([pendingStore.get(ctx.orgId, id), activeRules(ctx.orgId)]);
   if (!q) throw notFound('Query');
-  const rules = rulesFor(await activeRules(ctx.orgId), q.connectionId);
+  const rules = rulesFor(active, q.connectionId);
   const visible =
     q.submittedBy === ctx.userId ||
     isAdmin(ctx) ||
