@@ -15,6 +15,7 @@ import { type AuthContext, isAdmin } from '../auth/context';
 import { authStore } from '../auth/store';
 import { loadConnection } from '../connections/connections';
 import type { QueryResult } from '../connections/drivers/types';
+import { startQueryRecord } from '../connections/history';
 import { readOnlyViolation } from '../connections/sql-guard';
 import { type ConnectionRecord, connectionStore } from '../connections/store';
 import { targetFor } from '../connections/target';
@@ -158,8 +159,26 @@ function stored(result: QueryResult, kind: 'read' | 'write') {
  * records the outcome. Returns the result, or throws the execution's AppError after recording it.
  */
 async function execute(conn: ConnectionRecord, q: PendingQueryRecord, kind: 'read' | 'write') {
+  // The connection's query history records approved statements too (source `approval`, the submitter).
+  const history = startQueryRecord(q.orgId, q.connectionId);
+  const base = {
+    connectionId: q.connectionId,
+    source: 'approval' as const,
+    question: q.context,
+    sql: q.query,
+    userId: q.submittedBy,
+  };
   try {
     const result = stored(await runApproved(await targetFor(conn), q.query, kind), kind);
+    await history.write({
+      ...base,
+      status: 'SUCCESS',
+      rowCount: result.rowsAffected ?? result.rowCount,
+      executionTime: result.executionTime,
+      truncated: !!result.truncated,
+      error: null,
+      errorCode: null,
+    });
     const done = await pendingStore.finishExecution(q.orgId, q.id, {
       execution: 'SUCCEEDED',
       resultJson: JSON.stringify(result),
@@ -170,6 +189,15 @@ async function execute(conn: ConnectionRecord, q: PendingQueryRecord, kind: 'rea
   } catch (e) {
     const error = errorOf(e);
     if (!isAppError(e)) logger().error('approved statement failed unexpectedly', { error: e });
+    await history.write({
+      ...base,
+      status: error.code === 'QUERY_TIMEOUT' ? 'TIMEOUT' : 'FAILED',
+      rowCount: null,
+      executionTime: null,
+      truncated: false,
+      error: error.message,
+      errorCode: error.code,
+    });
     await pendingStore.finishExecution(q.orgId, q.id, {
       execution: 'FAILED',
       resultJson: null,

@@ -169,6 +169,16 @@ describe('query approval with real databases', () => {
         });
         expect(await rows(db)).toEqual([initial[0], { id: 2, label: 'approved', n: 21 }, initial[2]]);
 
+        // The connection's query history records the approved statement.
+        const history = await s.call('GET', `/connections/${rw[db]}/queries?pageSize=5`);
+        expect(history.body.data[0]).toMatchObject({
+          source: 'approval',
+          status: 'SUCCESS',
+          sql: q.query,
+          userId: users.member.id,
+          question: 'fix row 2',
+        });
+
         const st = await status(users.member.key, q.id);
         expect(st.status).toBe(200);
         expect(st.body.data).toMatchObject({
@@ -233,6 +243,12 @@ describe('query approval with real databases', () => {
         error: { code: 'QUERY_FAILED' },
       });
       expect(st.result).toBeUndefined();
+      const history = await s.call('GET', `/connections/${rw[db]}/queries?pageSize=5`);
+      expect(history.body.data[0]).toMatchObject({
+        source: 'approval',
+        status: 'FAILED',
+        errorCode: 'QUERY_FAILED',
+      });
     });
 
     it('two concurrent approvals: exactly one wins and the write is applied once', async () => {
