@@ -292,6 +292,36 @@ describe('query approval with real databases', () => {
     ]);
   });
 
+  it('an approved statement that changes its session leaves no trace on pooled sessions', async () => {
+    const cases: Array<[string, string, string, string, unknown]> = [
+      [
+        rw.POSTGRES,
+        `SELECT set_config('search_path', 'loupe_nowhere', false)`,
+        `SELECT current_setting('search_path') AS v`,
+        'v',
+        '"$user", public',
+      ],
+      ...(maria
+        ? ([[rw.MARIADB, 'SET @loupe_mark = 42', 'SELECT @loupe_mark AS v', 'v', null]] as Array<
+            [string, string, string, string, unknown]
+          >)
+        : []),
+    ];
+    for (const [conn, change, probe, column, expected] of cases) {
+      const q = (await submit(users.member.key, conn, change)).body.data;
+      const r = await approve(s.adminKey, q.id);
+      expect(r.status, r.text).toBe(200);
+      // Several reads (the pool holds up to 3 sessions): none sees the approved statement's setting.
+      const seen = await Promise.all(
+        [1, 2, 3, 4].map(() => s.call('POST', `/connections/${conn}/query`, { body: { sql: probe } })),
+      );
+      for (const x of seen) {
+        expect(x.status, x.text).toBe(200);
+        expect(x.body.data.rows[0][column]).toEqual(expected);
+      }
+    }
+  });
+
   it('a write on a readOnly connection is refused at submission and nothing is stored', async () => {
     await reset();
     const before = (await listEvents(s.app.orgId, { limit: 1000 })).length;

@@ -167,7 +167,8 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
         });
         if (!stoppedEarly) {
           await run(c, readOnly ? 'ROLLBACK' : 'COMMIT');
-          reusable = true;
+          // After an approved write the session may carry its changes (SET, USE, locks): closed, not pooled.
+          reusable = readOnly;
         }
       } catch (e) {
         if ((e as { code?: string }).code === 'PROTOCOL_SEQUENCE_TIMEOUT')

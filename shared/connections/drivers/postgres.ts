@@ -232,7 +232,14 @@ export function postgresDriver(target: ConnectionTarget): Driver {
           if (!readOnly) rowCount = r.rowCount ?? 0;
         }
         if (readOnly) releaseAfter(c.query('ROLLBACK'));
-        else await c.query('COMMIT');
+        else {
+          await c.query('COMMIT');
+          // An approved statement may have changed the session (SET ROLE, set_config, session locks…):
+          // the client is closed rather than returned to the pool.
+          const discard = Promise.reject(new Error('discard the session after a write'));
+          discard.catch(() => {});
+          releaseAfter(discard);
+        }
         return { columns, collector, rowCount };
       }).catch((e) => {
         throw adjustPosition(
