@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { listEvents } from '../../shared/platform/events';
@@ -572,6 +574,36 @@ describe('query approval with real databases', () => {
         pendingBefore,
       );
       for (const db of TYPES) expect(await rows(db)).toEqual(initial);
+    });
+
+    it('SQLite: approved statements cannot attach files, load extensions, change pragmas or control the transaction', async () => {
+      await reset();
+      const dir = dirname(dbs.sqliteFile);
+      const filesBefore = readdirSync(dir).sort();
+      const statements = [
+        `ATTACH DATABASE '${dir}/evil.db' AS evil`,
+        `UPDATE ${T} SET label = load_extension('/tmp/nothing')`,
+        `UPDATE ${T} SET label = readfile('/etc/passwd')`,
+        'PRAGMA writable_schema = 1',
+        'PRAGMA journal_mode = OFF',
+        'COMMIT',
+        'BEGIN',
+        `VACUUM INTO '${dir}/copy.db'`,
+        `DETACH DATABASE main`,
+      ];
+      for (const sql of statements) {
+        const sub = await submit(users.member.key, rw.SQLITE, sql);
+        if (sub.status === 202) {
+          const r = await approve(s.adminKey, sub.body.data.id);
+          expect(r.status, `${sql}: ${r.text}`).toBeGreaterThanOrEqual(400);
+          expect(r.status, `${sql}: ${r.text}`).toBeLessThan(500);
+        } else {
+          expect(sub.status, `${sql}: ${sub.text}`).toBe(400);
+        }
+      }
+      expect(await rows('SQLITE')).toEqual(initial);
+      expect(readdirSync(dir).sort()).toEqual(filesBefore);
+      expect(dbs.sqlite.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'delete' });
     });
 
     it('bad bodies, huge notes and bad ids are 4xx and change nothing', async () => {
