@@ -29,8 +29,9 @@ import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import type { ApprovalRuleCreate, ApprovalRuleUpdate, QuerySubmitRequest } from './api';
 // PROVISIONAL: switch to `classifyStatement` from '../connections/sql-guard' once the guard branch is merged.
-import { type Classification, classifyStatement } from './classify';
+import { classifyStatement } from './classify';
 import { runApproved } from './execute';
+import { assertSingleStatement } from './single-statement';
 import { type ApprovalRuleRecord, type PendingQueryRecord, pendingStore, ruleStore } from './store';
 
 /** How much of the statement an event carries. */
@@ -87,6 +88,21 @@ const activeRules = async (orgId: string) => (await ruleStore.list(orgId)).filte
 function mayReview(ctx: AuthContext, rules: ApprovalRuleRecord[]): boolean {
   if (rules.length === 0) return isAdmin(ctx);
   return rules.some((r) => r.approvers.includes(ctx.userId));
+}
+
+interface Classification {
+  kind: 'read' | 'write';
+  statementType: string;
+}
+
+/**
+ * The classifier's verdict; a write is also verified here to be exactly one statement (whichever
+ * classifier is in use), since a guard refuses a non-read at its first keyword before counting.
+ */
+async function classify(type: ConnectionRecord['type'], text: string): Promise<Classification> {
+  const c = await classifyStatement(type, text);
+  if (c.kind === 'write' && type !== 'MONGODB') await assertSingleStatement(type, text);
+  return c;
 }
 
 /** A write must never reach a connection that cannot take one; refused with the guard's 400. */
@@ -218,7 +234,7 @@ export async function submitQuery(ctx: AuthContext, input: z.output<typeof Query
   const rulesRead = activeRules(ctx.orgId);
   rulesRead.catch(() => {}); // awaited below
   const conn = await loadConnection(ctx, input.connectionId);
-  const c = await classifyStatement(conn.type, input.query);
+  const c = await classify(conn.type, input.query);
   assertWritable(conn, c);
   const rules = rulesFor(await rulesRead, conn.id);
   const auto = c.kind === 'read' && rules.length > 0 && rules.every((r) => r.scope === 'write');
@@ -360,7 +376,7 @@ export async function approveQuery(ctx: AuthContext, id: string, note: string | 
   if (!conn) throw notFound('Connection');
   if (!conn.isActive) throw inactive(conn);
   // Classified again against the connection as it is now (its type or readOnly may have changed).
-  const c = await classifyStatement(conn.type, q.query);
+  const c = await classify(conn.type, q.query);
   assertWritable(conn, c);
   const nowText = nowIso();
   const won = await pendingStore.leavePending(ctx.orgId, id, 'APPROVED', nowText, {
