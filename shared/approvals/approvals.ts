@@ -30,7 +30,7 @@ import { logger } from '../platform/logger';
 import type { ApprovalRuleCreate, ApprovalRuleUpdate, QuerySubmitRequest } from './api';
 // PROVISIONAL: switch to `classifyStatement` from '../connections/sql-guard' once the guard branch is merged.
 import { classifyStatement } from './classify';
-import { runApproved } from './execute';
+import { resultBytesFor, runApproved } from './execute';
 import { assertSingleStatement } from './single-statement';
 import { type ApprovalRuleRecord, type PendingQueryRecord, pendingStore, ruleStore } from './store';
 
@@ -185,7 +185,8 @@ async function execute(conn: ConnectionRecord, q: PendingQueryRecord, kind: 'rea
     userId: q.submittedBy,
   };
   try {
-    const result = stored(await runApproved(await targetFor(conn), q.query, kind), kind);
+    const maxBytes = resultBytesFor(q.query, q.context);
+    const result = stored(await runApproved(await targetFor(conn), q.query, kind, maxBytes), kind);
     await history.write({
       ...base,
       status: 'SUCCESS',

@@ -14,10 +14,20 @@ export const APPROVAL_MAX_ROWS = 1000;
 export const APPROVAL_MAX_RESULT_BYTES = 256 * 1024;
 export const APPROVAL_TIMEOUT_MS = 25_000;
 
-const options = () =>
+/** Bytes of one stored query record left for its result after the statement and context (item < 400 KB). */
+const ITEM_BUDGET_BYTES = 360 * 1024;
+const MIN_RESULT_BYTES = 16 * 1024;
+
+/** The result's JSON cap: 256 KiB, less when a long statement and context already fill the record. */
+export function resultBytesFor(query: string, context: string | null): number {
+  const used = Buffer.byteLength(query, 'utf8') + Buffer.byteLength(context ?? '', 'utf8');
+  return Math.max(MIN_RESULT_BYTES, Math.min(APPROVAL_MAX_RESULT_BYTES, ITEM_BUDGET_BYTES - used));
+}
+
+const options = (maxBytes: number) =>
   resolveOptions({
     maxRows: APPROVAL_MAX_ROWS,
-    maxBytes: APPROVAL_MAX_RESULT_BYTES,
+    maxBytes,
     timeoutMs: APPROVAL_TIMEOUT_MS,
   });
 
@@ -25,11 +35,12 @@ export async function runApproved(
   target: ConnectionTarget,
   text: string,
   kind: 'read' | 'write',
+  maxBytes = APPROVAL_MAX_RESULT_BYTES,
 ): Promise<QueryResult> {
-  if (kind === 'read') return runReadOnly(target, text, options());
+  if (kind === 'read') return runReadOnly(target, text, options(maxBytes));
   if (target.type === 'MONGODB')
     throw badRequest('Approved MongoDB queries run only reads.', { connectionType: target.type });
-  const opts = { ...options(), readOnly: false };
+  const opts = { ...options(maxBytes), readOnly: false };
   let driver: Awaited<ReturnType<typeof driverFor>>;
   try {
     driver = await driverFor(target);

@@ -638,6 +638,15 @@ describe('query approval with real databases', () => {
         expect(r.status, `${method} ${path}: ${r.text.slice(0, 300)}`).toBe(code);
         expect(r.body.error.code).toBeTruthy();
       }
+      // The largest statement (100,000 characters of 3-byte UTF-8) fits the stored record and its result.
+      const big = `UPDATE ${T} SET label = label /*${'€'.repeat(99_900)}*/ WHERE id = 3`;
+      expect(big.length).toBeLessThanOrEqual(100_000);
+      const stored = await submit(users.member.key, rw.POSTGRES, big, 'c'.repeat(2000));
+      expect(stored.status, stored.text.slice(0, 300)).toBe(202);
+      const bigApproved = await approve(s.adminKey, stored.body.data.id, 'n'.repeat(2000));
+      expect(bigApproved.status, bigApproved.text.slice(0, 300)).toBe(200);
+      expect((await status(users.member.key, stored.body.data.id)).body.data.query).toBe(big);
+
       const raw = await s.call('POST', `/queries/${q.id}/approve`, {
         rawBody: '{"note": ',
         headers: { 'content-type': 'application/json' },
