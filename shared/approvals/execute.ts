@@ -24,23 +24,20 @@ export function resultBytesFor(query: string, context: string | null): number {
   return Math.max(MIN_RESULT_BYTES, Math.min(APPROVAL_MAX_RESULT_BYTES, ITEM_BUDGET_BYTES - used));
 }
 
-const options = (maxBytes: number) =>
-  resolveOptions({
-    maxRows: APPROVAL_MAX_ROWS,
-    maxBytes,
-    timeoutMs: APPROVAL_TIMEOUT_MS,
-  });
+const options = (maxBytes: number, timeoutMs: number) =>
+  resolveOptions({ maxRows: APPROVAL_MAX_ROWS, maxBytes, timeoutMs });
 
 export async function runApproved(
   target: ConnectionTarget,
   text: string,
   kind: 'read' | 'write',
   maxBytes = APPROVAL_MAX_RESULT_BYTES,
+  timeoutMs = APPROVAL_TIMEOUT_MS,
 ): Promise<QueryResult> {
-  if (kind === 'read') return runReadOnly(target, text, options(maxBytes));
+  if (kind === 'read') return runReadOnly(target, text, options(maxBytes, timeoutMs));
   if (target.type === 'MONGODB')
     throw badRequest('Approved MongoDB queries run only reads.', { connectionType: target.type });
-  const opts = { ...options(maxBytes), readOnly: false };
+  const opts = { ...options(maxBytes, timeoutMs), readOnly: false };
   let driver: Awaited<ReturnType<typeof driverFor>>;
   try {
     driver = await driverFor(target);

@@ -10,9 +10,11 @@
  * writes (`readOnly: false`) open the file for writing (never creating it) and run as BEGIN IMMEDIATE,
  * the statement to its end, COMMIT (ROLLBACK on any failure; a worker stopped at the timeout leaves a
  * journal that SQLite rolls back on the next open), with an authorizer that refuses ATTACH/DETACH,
- * transaction control, denied functions and setting pragmas.
+ * transaction control, denied functions and setting pragmas. They run in a child process (see
+ * runInChild), so that a write stopped at the timeout releases its lock.
  * Integers come back as numbers when they fit a double exactly, otherwise as strings; BLOBs as base64.
  */
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -171,6 +173,84 @@ parentPort.on('message', (m) => {
 });
 `;
 
+/**
+ * Approved writes run in a child process, not the worker thread: a thread stopped at the timeout
+ * keeps its SQLite handle (and the file lock of BEGIN IMMEDIATE) open for the life of this process,
+ * while a killed process releases its locks and leaves a journal that the next open rolls back.
+ */
+const CHILD_SOURCE = WORKER_SOURCE.replace(
+  "const { parentPort } = require('node:worker_threads');",
+  String.raw`const parentPort = {
+  on(_event, fn) {
+    let input = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (d) => { input += d; });
+    process.stdin.on('end', () => fn(JSON.parse(input)));
+  },
+  postMessage(m) {
+    const json = JSON.stringify(m, (_k, v) => typeof v === 'bigint' ? { $bigint: v.toString() }
+      : v instanceof Uint8Array ? { $b64: Buffer.from(v).toString('base64') } : v);
+    process.stdout.write(json, () => process.exit(0));
+  },
+};`,
+);
+
+const revive = (_k: string, v: unknown) => {
+  if (v && typeof v === 'object') {
+    const o = v as { $bigint?: unknown; $b64?: unknown };
+    if (typeof o.$bigint === 'string') return BigInt(o.$bigint);
+    if (typeof o.$b64 === 'string') return Buffer.from(o.$b64, 'base64');
+  }
+  return v;
+};
+
+/** Runs one message of the worker protocol in a fresh child process, killed at the timeout. */
+function runInChild<T>(msg: Record<string, unknown>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['--no-warnings', '-e', CHILD_SOURCE], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: {},
+    });
+    let out = '';
+    let err = '';
+    let settled = false;
+    const settle = (f: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      f();
+    };
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      settle(() => reject(new QueryTimeoutError(timeoutMs)));
+    }, timeoutMs);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      if (err.length < 4000) err += d;
+    });
+    child.on('error', (e) => settle(() => reject(e)));
+    child.on('close', (code) =>
+      settle(() => {
+        let m: { ok?: boolean; result?: T; error?: Record<string, unknown> } | undefined;
+        try {
+          m = JSON.parse(out, revive);
+        } catch {
+          m = undefined;
+        }
+        if (m?.ok) resolvePromise(m.result as T);
+        else if (m?.error) reject(Object.assign(new Error(String(m.error.message)), m.error));
+        else
+          reject(
+            new Error(`The SQLite write process ended (${code}) without an answer. ${err.slice(0, 300)}`),
+          );
+      }),
+    );
+    child.stdin.end(JSON.stringify({ ...msg, id: 1 }));
+  });
+}
+
 interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
@@ -305,24 +385,23 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
       const path = await sqliteFilePath(target.database);
-      const r = await call<{
+      const msg = {
+        op: 'query',
+        path,
+        text,
+        params: opts.params ?? [],
+        maxRows: opts.maxRows,
+        maxBytes: opts.maxBytes,
+        readOnly: opts.readOnly !== false,
+      };
+      const run = opts.readOnly === false ? runInChild : call;
+      const r = await run<{
         columns: string[];
         rows: unknown[][];
         more: boolean;
         changes?: number;
         returning?: boolean;
-      }>(
-        {
-          op: 'query',
-          path,
-          text,
-          params: opts.params ?? [],
-          maxRows: opts.maxRows,
-          maxBytes: opts.maxBytes,
-          readOnly: opts.readOnly !== false,
-        },
-        opts.timeoutMs,
-      );
+      }>(msg, opts.timeoutMs);
       const columns = uniqueColumns(r.columns);
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       for (const row of r.rows) if (!collector.add(rowOf(columns, row, { safeBigInts: true }))) break;
