@@ -180,7 +180,7 @@ parentPort.on('message', (m) => {
  */
 const CHILD_SOURCE = WORKER_SOURCE.replace(
   "const { parentPort } = require('node:worker_threads');",
-  String.raw`const parentPort = {
+  `const parentPort = {
   on(_event, fn) {
     let input = '';
     process.stdin.setEncoding('utf8');
