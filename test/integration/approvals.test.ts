@@ -368,6 +368,11 @@ describe('query approval with real databases', () => {
         },
       });
       expect((await status(users.member.key, read.body.data.id)).body.data.result.rowCount).toBe(3);
+      const events = (await listEvents(s.app.orgId, { limit: 1000 })).filter(
+        (e) => (e.data as { queryId?: string }).queryId === read.body.data.id,
+      );
+      expect(events.map((e) => e.type)).toEqual(['query.approval.requested', 'query.approved']);
+      expect(events[1].data).toMatchObject({ reviewedBy: 'auto', execution: 'SUCCEEDED', rowCount: 3 });
       const write = await submit(users.member.key, rw.POSTGRES, `UPDATE ${T} SET n = 0`);
       expect(write.body.data.status).toBe('PENDING');
       expect((await reject(users.approver.key, write.body.data.id)).status).toBe(200);
