@@ -16,6 +16,7 @@ import { startLocalStore, startStoreProcess } from './store';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 import './demo';
 import './workers';
+import { closeAllDrivers } from '../../shared/connections/drivers/index';
 
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -129,6 +130,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
         server.closeAllConnections();
       });
       for (const s of services.reverse()) await s.stop();
+      await closeAllDrivers(); // database pools and SQLite processes (a runaway statement is killed)
       resetDocumentClient();
       await store.close();
     },

@@ -6,7 +6,7 @@ import { authStore, type KeyLookup, type UserAuth } from './store';
 
 const unauthorized = (resourceMetadataUrl: string, message: string) =>
   new AppError(401, 'UNAUTHORIZED', message, undefined, {
-    'WWW-Authenticate': `Bearer resource_metadata="${resourceMetadataUrl}"`,
+    'WWW-Authenticate': `Bearer resource_metadata="${resourceMetadataUrl.replace(/[\\"\u0000-\u001f\u007f]/g, (c) => encodeURIComponent(c))}"`,
   });
 
 /**

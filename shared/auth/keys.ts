@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import { connectionStore } from '../connections/store';
 import { config } from '../platform/config';
 import { AppError, badRequest, forbidden, notFound, validationError } from '../platform/errors';
 import type { ApiKeyCreate, MemberCreate, MemberUpdate } from './api';
@@ -71,10 +72,32 @@ export async function revokeKey(ctx: AuthContext, keyId: string) {
   return { deleted: true as const, revoked: true as const };
 }
 
+/**
+ * Every connection id must name a live connection of the caller's organization (one Query of the
+ * organization's connections); otherwise 400 naming the first bad entries.
+ */
+async function assertOwnConnections(ctx: AuthContext, ids: string[]): Promise<string[]> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return unique;
+  const own = new Set((await connectionStore.list(ctx.orgId)).map((c) => c.id));
+  const issues = ids
+    .map((id, i) => ({ id, i }))
+    .filter(({ id }) => !own.has(id))
+    .slice(0, 20)
+    .map(({ i }) => ({
+      path: `body.connectionIds.${i}`,
+      message: 'No connection with this id in the organization.',
+      code: 'custom',
+    }));
+  if (issues.length) throw validationError('Request validation failed.', { issues });
+  return unique;
+}
+
 export async function addMember(ctx: AuthContext, input: z.output<typeof MemberCreate>) {
+  const connectionIds = await assertOwnConnections(ctx, input.connectionIds);
   const user = await authStore.createUser(
     ctx.orgId,
-    { ...input, connectionIds: [...new Set(input.connectionIds)] },
+    { ...input, connectionIds },
     config().LOUPE_DEFAULT_BALANCE_CENTS,
   );
   if (!user) throw new AppError(409, 'ALREADY_EXISTS', 'A member with that email already exists.');
@@ -95,11 +118,13 @@ async function assertNotLastAdmin(ctx: AuthContext, user: User) {
 
 export async function changeMember(ctx: AuthContext, id: string, input: z.output<typeof MemberUpdate>) {
   const user = await getMember(ctx, id);
+  const connectionIds =
+    input.connectionIds !== undefined ? await assertOwnConnections(ctx, input.connectionIds) : undefined;
   if (input.role === 'member') await assertNotLastAdmin(ctx, user);
   const updated = await authStore.updateUser(ctx.orgId, id, {
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.role !== undefined ? { role: input.role } : {}),
-    ...(input.connectionIds !== undefined ? { connectionIds: [...new Set(input.connectionIds)] } : {}),
+    ...(connectionIds !== undefined ? { connectionIds } : {}),
   });
   if (!updated) throw notFound('Member');
   return memberView(updated);

@@ -7,6 +7,7 @@ import type { ConnectionCreate, ConnectionUpdate } from './api';
 import { closeDriver } from './drivers';
 import type { DbType } from './drivers/types';
 import { dropCachedSchema } from './schema-store';
+import { SqliteSourceRefused, sqliteSource } from './sqlite-source';
 import {
   type ConnectionRecord,
   connectionStore,
@@ -107,9 +108,11 @@ export function settingsIssues(s: Settings): Issue[] {
   const bad = (path: string, message: string) =>
     issues.push({ path: `body.${path}`, message, code: 'custom' });
   if (s.type === 'SQLITE') {
-    if (!s.database) bad('database', 'SQLITE needs database: the path of the SQLite file or s3://bucket/key');
-    else if (!s.database.startsWith('/') && !/^s3:\/\/[^/]+\/.+/.test(s.database))
-      bad('database', 'SQLITE database must be an absolute file path or an s3://bucket/key object');
+    if (!s.database)
+      bad(
+        'database',
+        "SQLITE needs database: a file path relative to the organization's SQLite folder, or s3://<bucket>/<orgId>/<key>",
+      );
     if (s.host) bad('host', 'SQLITE connections take no host');
     if (s.port !== null) bad('port', 'SQLITE connections take no port');
     if (s.hasPassword) bad('password', 'SQLITE connections take no password');
@@ -120,6 +123,18 @@ export function settingsIssues(s: Settings): Issue[] {
   if (!s.database) bad('database', `${s.type} needs database`);
   if (s.type !== 'MONGODB' && !s.username) bad('username', `${s.type} needs username`);
   return issues;
+}
+
+/** A SQLite source outside the organization's area is 400 at save time (checked lexically, never on disk). */
+function sqliteSourceIssues(orgId: string, s: Settings): Issue[] {
+  if (s.type !== 'SQLITE' || !s.database) return [];
+  try {
+    sqliteSource(orgId, s.database);
+    return [];
+  } catch (e) {
+    if (!(e instanceof SqliteSourceRefused)) throw e;
+    return [{ path: 'body.database', message: e.message, code: 'custom' }];
+  }
 }
 
 /** Resolves an alias pair (password/encryptedPassword, sslEnabled/ssl); giving both with different values is 400. */
@@ -153,6 +168,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     hasPassword: !!password,
   };
   issues.push(...settingsIssues(settings));
+  if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, settings));
   if (issues.length) throw fail(issues);
   const id = newId();
   const now = nowIso();
@@ -204,6 +220,7 @@ export async function updateConnection(
       hasPassword: password === undefined ? !!cur.passwordCipher : !!password,
     };
     issues.push(...settingsIssues(next));
+    if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, next));
     if (issues.length) throw fail(issues);
 
     const identityChanged =

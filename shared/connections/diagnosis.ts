@@ -137,17 +137,32 @@ const tlsCertCodes = [
 
 /** Ordered: the first rule that matches wins (specific before general). */
 const rules: Rule[] = [
+  // ---- Host policy (refused before any connection: the same answer whether a port is open or not) ----
+  {
+    when: (f) => has(f, 'LOUPE_HOST_REFUSED'),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'user',
+      title: 'Database host not allowed',
+      explanation: `Loupe does not connect to "${t.host}": it resolves to an address outside the ranges allowed for database connections (loopback, link-local and metadata addresses, unspecified, multicast, or a range the operator denied). No connection was attempted.`,
+      fixSteps: [
+        `Use the address of the database server as the network sees it (a private or public address), not "${t.host}".`,
+        'If this address is really a database your operator wants reachable, ask them to add its range to LOUPE_DB_ALLOW_CIDRS.',
+      ],
+      retryable: false,
+    }),
+  },
   // ---- SQLite files (local path or S3 object) ----
   {
-    when: (f) => has(f, 'LOUPE_SQLITE_LOCAL_PATH'),
-    build: (t) => ({
+    when: (f) => has(f, 'LOUPE_SQLITE_OUTSIDE_ROOT'),
+    build: (t, _f, m) => ({
       stage: 'DATABASE',
       fault: 'user',
-      title: 'SQLite file paths work only in local mode',
-      explanation: `The deployed service cannot read "${t.database}" from its own disk. Deployed, a SQLite database is an S3 object.`,
+      title: "SQLite source outside the organization's area",
+      explanation: `"${t.database}" is not in this organization's SQLite folder or S3 prefix, so Loupe does not open it.`,
       fixSteps: [
-        `Upload the file to S3 and set database to s3://<bucket>/<key>.`,
-        'Grant the Loupe functions s3:GetObject on that object.',
+        m.replace(/^.*?area\. /, '') || "Use a path relative to the organization's SQLite folder.",
+        'Ask the operator to place the file in the organization folder (or its S3 prefix) if it is not there yet.',
       ],
       retryable: false,
     }),

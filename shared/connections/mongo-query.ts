@@ -7,6 +7,7 @@
  * JavaScript ($where, $function, $accumulator) and $changeStream (not a bounded read).
  */
 import { AppError, validationError } from '../platform/errors';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../platform/json-depth';
 
 export type MongoQuery =
   | { collection: string; pipeline: Record<string, unknown>[] }
@@ -41,6 +42,11 @@ export function parseMongoQuery(text: string): MongoQuery {
     );
   }
   if (!isPlainObject(raw)) throw validationError('A MongoDB query is a JSON object with a "collection".');
+  // Before any recursive walk (here, in Extended JSON decoding and in the driver): bounded depth.
+  if (nestedDeeperThan(raw))
+    throw validationError(`The MongoDB query is nested more than ${MAX_JSON_DEPTH} levels deep.`, {
+      maxDepth: MAX_JSON_DEPTH,
+    });
   const unknown = Object.keys(raw).filter((k) => !allowedKeys.has(k));
   if (unknown.length > 0)
     throw validationError(`Unknown field(s) in the MongoDB query: ${unknown.join(', ')}.`, {

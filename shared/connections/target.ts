@@ -54,6 +54,7 @@ export async function targetFor(rec: ConnectionRecord): Promise<ConnectionTarget
   return {
     id: rec.id,
     version: String(rec.version),
+    orgId: rec.orgId,
     type: rec.type,
     host: rec.host,
     port: rec.port,

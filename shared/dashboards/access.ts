@@ -21,3 +21,10 @@ export function assertCanChange(ctx: AuthContext, r: Owned, what: string): void 
   if (r.createdBy !== ctx.userId && !isAdmin(ctx))
     throw forbidden(`Only the creator of this ${what} or an admin can change it.`);
 }
+
+/**
+ * A widget, saved query or metric on a connection the member is not assigned to is hidden like the
+ * connection itself (404; its query text is not shown). Admins see all; no connection hides nothing.
+ */
+export const onAssignedConnection = (ctx: AuthContext, r: { connectionId?: string | null }) =>
+  !r.connectionId || isAdmin(ctx) || ctx.connectionIds.includes(r.connectionId);

@@ -4,7 +4,7 @@ import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { notFound } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
-import { assertCanChange, canSee } from './access';
+import { assertCanChange, canSee, onAssignedConnection } from './access';
 import type { DashboardCreate, DashboardUpdate } from './api';
 import { widgetCache } from './cache';
 import { type DashboardRecord, dashboardStore, type WidgetRecord } from './store';
@@ -55,7 +55,12 @@ export async function listDashboards(ctx: AuthContext, q: PageQuery) {
         a.dashboard.id.localeCompare(b.dashboard.id),
     );
   return pageOf(
-    all.map((x) => dashboardView(x.dashboard, x.widgets)),
+    all.map((x) =>
+      dashboardView(
+        x.dashboard,
+        x.widgets.filter((w) => onAssignedConnection(ctx, w)),
+      ),
+    ),
     q,
   );
 }
@@ -79,7 +84,10 @@ export async function createDashboard(ctx: AuthContext, input: z.output<typeof D
 export async function getDashboard(ctx: AuthContext, id: string) {
   const found = await dashboardStore.getWithWidgets(ctx.orgId, id);
   if (!found || !canSee(ctx, found.dashboard)) throw notFound('Dashboard');
-  return dashboardView(found.dashboard, found.widgets);
+  return dashboardView(
+    found.dashboard,
+    found.widgets.filter((w) => onAssignedConnection(ctx, w)),
+  );
 }
 
 export async function updateDashboard(ctx: AuthContext, id: string, input: z.output<typeof DashboardUpdate>) {

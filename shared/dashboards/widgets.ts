@@ -3,7 +3,7 @@ import type { AuthContext } from '../auth/context';
 import { connectionForUse, executeReadOnly } from '../connections/execute';
 import { AppError, notFound, validationError } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
-import { assertCanChange } from './access';
+import { assertCanChange, onAssignedConnection } from './access';
 import { MAX_WIDGETS_PER_DASHBOARD, type WidgetCreate, type WidgetUpdate } from './api';
 import { cacheSecondsOf, widgetCache } from './cache';
 import { assertReadOnlyAt, connectionForSave } from './connection';
@@ -22,13 +22,15 @@ async function checkSource(ctx: AuthContext, connectionId: string | null, query:
 async function widgetOf(ctx: AuthContext, dashboardId: string, widgetId: string) {
   const dashboard = await visibleDashboard(ctx, dashboardId);
   const widget = await dashboardStore.getWidget(ctx.orgId, dashboardId, widgetId);
-  if (!widget) throw notFound('Widget');
+  if (!widget || !onAssignedConnection(ctx, widget)) throw notFound('Widget');
   return { dashboard, widget };
 }
 
 export async function listWidgets(ctx: AuthContext, dashboardId: string) {
   await visibleDashboard(ctx, dashboardId);
-  return (await dashboardStore.listWidgets(ctx.orgId, dashboardId)).map(widgetView);
+  return (await dashboardStore.listWidgets(ctx.orgId, dashboardId))
+    .filter((w) => onAssignedConnection(ctx, w))
+    .map(widgetView);
 }
 
 export async function createWidget(

@@ -1,6 +1,8 @@
-import { join } from 'node:path';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { AuthContext } from '../auth/context';
 import { createConnection } from '../connections/connections';
+import { orgSqliteDir } from '../connections/sqlite-source';
 import { connectionStore } from '../connections/store';
 import { testConnection } from '../connections/test-connection';
 import { db } from '../platform/db/store';
@@ -26,11 +28,17 @@ export async function setUpDemo(input: {
   log: (line: string) => void;
 }): Promise<{ connectionId: string } | undefined> {
   const marker = await db.get<{ status: 'pending' | 'done'; connectionId?: string }>('LOCAL', 'DEMO');
-  if (marker?.status === 'done') return undefined;
+  if (marker?.status === 'done') {
+    if (marker.connectionId) await moveIntoOrgFolder(input, marker.connectionId);
+    return undefined;
+  }
   if (!marker && !input.firstStart) return undefined;
   if (!marker) await db.put({ pk: 'LOCAL', sk: 'DEMO', status: 'pending', startedAt: nowIso() });
 
-  const file = join(input.dataDir, DEMO_FILE);
+  // The demo database lives in the organization's SQLite folder, like any file a user brings.
+  const dir = orgSqliteDir(input.orgId);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, DEMO_FILE);
   if (ensureDemoDatabase(file)) input.log(`demo: created ${file}`);
   const ctx: AuthContext = {
     orgId: input.orgId,
@@ -45,7 +53,7 @@ export async function setUpDemo(input: {
     const conn = await createConnection(ctx, {
       name: DEMO_CONNECTION_NAME,
       type: 'SQLITE',
-      database: file,
+      database: DEMO_FILE,
       readOnly: true,
     });
     connectionId = conn.id;
@@ -56,6 +64,25 @@ export async function setUpDemo(input: {
   await db.patch('LOCAL', 'DEMO', { status: 'done', doneAt: nowIso() });
   input.log(`demo: connection "${DEMO_CONNECTION_NAME}" (${connectionId}) is ready`);
   return { connectionId };
+}
+
+/**
+ * Installs from before SQLite sources were confined to the organization's folder registered the demo as
+ * the absolute path `<dataDir>/demo.sqlite`: move that file into the folder and point the connection at it.
+ */
+async function moveIntoOrgFolder(
+  input: { dataDir: string; orgId: string; log: (line: string) => void },
+  id: string,
+) {
+  const old = resolve(input.dataDir, DEMO_FILE);
+  const rec = await connectionStore.get(input.orgId, id);
+  if (rec?.type !== 'SQLITE' || !rec.database.startsWith('/') || resolve(rec.database) !== old) return;
+  const dir = orgSqliteDir(input.orgId);
+  mkdirSync(dir, { recursive: true });
+  const target = join(dir, DEMO_FILE);
+  if (!existsSync(target) && existsSync(old)) renameSync(old, target);
+  await connectionStore.patch(input.orgId, id, { database: DEMO_FILE, updatedAt: nowIso() });
+  input.log(`demo: moved ${old} to ${target}`);
 }
 
 /** LOUPE_DEMO_DATA: true/false; by default on, except under the test runner (tests opt in). */

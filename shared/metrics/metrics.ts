@@ -1,7 +1,7 @@
 import type * as z from 'zod';
 import type { AuthContext } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
-import { assertCanChange } from '../dashboards/access';
+import { assertCanChange, onAssignedConnection } from '../dashboards/access';
 import { assertReadOnlyAt, connectionForSave } from '../dashboards/connection';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
@@ -28,7 +28,7 @@ export function metricView(m: MetricRecord) {
 
 async function found(ctx: AuthContext, id: string): Promise<MetricRecord> {
   const m = await metricStore.get(ctx.orgId, id);
-  if (!m) throw notFound('Metric');
+  if (!m || !onAssignedConnection(ctx, m)) throw notFound('Metric');
   return m;
 }
 
@@ -40,9 +40,9 @@ async function checkFormula(ctx: AuthContext, connectionId: string | null, formu
 }
 
 export async function listMetrics(ctx: AuthContext, q: PageQuery) {
-  const items = (await metricStore.list(ctx.orgId)).sort(
-    (a, b) => nameKey(a.name).localeCompare(nameKey(b.name)) || a.id.localeCompare(b.id),
-  );
+  const items = (await metricStore.list(ctx.orgId))
+    .filter((m) => onAssignedConnection(ctx, m))
+    .sort((a, b) => nameKey(a.name).localeCompare(nameKey(b.name)) || a.id.localeCompare(b.id));
   return pageOf(items.map(metricView), q);
 }
 

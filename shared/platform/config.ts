@@ -34,6 +34,18 @@ const Env = z.object({
   LOUPE_MODEL_PRICES: z.string().optional(),
   LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
   SMTP_URL: z.string().optional(),
+  /** SQLite files: `<root>/<orgId>/…` locally (default `<LOUPE_DATA_DIR>/sqlite`). */
+  LOUPE_SQLITE_ROOT: z.string().min(1).optional(),
+  /** SQLite objects when deployed: `s3://<bucket>/<orgId>/…` only. */
+  LOUPE_SQLITE_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'an S3 bucket name')
+    .optional(),
+  /** Database host policy as deployed (true) or local (false); default: deployed when running in Lambda. */
+  LOUPE_DB_HOST_POLICY: z.enum(['deployed', 'local']).optional(),
+  /** Comma-separated CIDRs: database addresses always refused / always allowed (deny wins). */
+  LOUPE_DB_DENY_CIDRS: z.string().optional(),
+  LOUPE_DB_ALLOW_CIDRS: z.string().optional(),
   /** Seconds a submitted query waits for approval before it expires (default 24 h). */
   LOUPE_APPROVAL_TTL_SECONDS: z.coerce.number().int().positive().max(31_536_000).default(86_400),
 });

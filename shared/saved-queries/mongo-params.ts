@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../platform/json-depth';
 import { driverValue } from './bind';
 import type { ScanProblem } from './tokenize';
 import type { Canonical, ParamDef } from './values';
@@ -27,6 +28,11 @@ export function scanMongo(text: string): MongoScan {
   }
   const names: string[] = [];
   const problems: ScanProblem[] = [];
+  if (nestedDeeperThan(doc))
+    return {
+      names,
+      problems: [{ index: 0, message: `The query is nested more than ${MAX_JSON_DEPTH} levels deep.` }],
+    };
   const walk = (v: unknown, where: string) => {
     if (typeof v === 'string') {
       const m = WHOLE.exec(v);
@@ -61,6 +67,9 @@ export function scanMongo(text: string): MongoScan {
  */
 export function bindMongo(text: string, defs: ParamDef[], values: ReadonlyMap<string, Canonical>): string {
   const types = new Map(defs.map((d) => [d.name, d.type]));
+  const doc = JSON.parse(text) as unknown;
+  // Saved texts passed scanMongo (bounded depth) when saved; checked again before the recursive rebuild.
+  if (nestedDeeperThan(doc)) throw new Error(`The query is nested more than ${MAX_JSON_DEPTH} levels deep.`);
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') {
       const m = WHOLE.exec(v);
@@ -74,5 +83,5 @@ export function bindMongo(text: string, defs: ParamDef[], values: ReadonlyMap<st
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
     return v;
   };
-  return JSON.stringify(walk(JSON.parse(text)));
+  return JSON.stringify(walk(doc));
 }

@@ -2,7 +2,7 @@ import type * as z from 'zod';
 import type { AuthContext } from '../auth/context';
 import type { DbType } from '../connections/drivers/types';
 import { connectionForUse, executeReadOnly } from '../connections/execute';
-import { assertCanChange, canSee } from '../dashboards/access';
+import { assertCanChange, canSee, onAssignedConnection } from '../dashboards/access';
 import { assertReadOnlyAt, connectionForSave } from '../dashboards/connection';
 import { pageOf } from '../http/envelope';
 import { alreadyExists, conflict, notFound, validationError } from '../platform/errors';
@@ -46,14 +46,14 @@ async function checkQuery(type: DbType, query: string, defs: ParamDef[]) {
 
 async function visible(ctx: AuthContext, id: string): Promise<SavedQueryRecord> {
   const r = await savedQueryStore.get(ctx.orgId, id);
-  if (!r || !canSee(ctx, r)) throw notFound('Saved query');
+  if (!r || !canSee(ctx, r) || !onAssignedConnection(ctx, r)) throw notFound('Saved query');
   return r;
 }
 
 export async function listSavedQueries(ctx: AuthContext, q: z.output<typeof SavedQueryListQuery>) {
   const tags = q.tags?.toLowerCase();
   const items = (await savedQueryStore.list(ctx.orgId))
-    .filter((r) => canSee(ctx, r))
+    .filter((r) => canSee(ctx, r) && onAssignedConnection(ctx, r))
     .filter((r) => !q.connectionId || r.connectionId === q.connectionId)
     .filter((r) => !tags || (r.tags ?? '').toLowerCase().includes(tags))
     .sort((a, b) => nameKey(a.name).localeCompare(nameKey(b.name)) || a.id.localeCompare(b.id));

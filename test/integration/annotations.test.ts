@@ -8,7 +8,7 @@ describe('annotations: CRUD, upsert on table + column, table filter, pagination'
   beforeAll(async () => {
     s = await startTestServer();
     const r = await s.call('POST', '/connections', {
-      body: { name: 'Annotated', type: 'SQLITE', database: '/tmp/annotated.sqlite' },
+      body: { name: 'Annotated', type: 'SQLITE', database: 'annotated.sqlite' },
     });
     conn = r.body.data.id;
   });

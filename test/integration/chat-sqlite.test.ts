@@ -7,6 +7,7 @@ import { FIRST_PROMPT_LIMIT } from '../../shared/chat/prompt';
 import { MAX_DETAILED_TABLES } from '../../shared/chat/schema-context';
 import { parseSse } from '../../shared/chat/sse';
 import { setPingInterval } from '../../shared/http/stream';
+import { placeSqlite } from '../support/connections';
 import { completions, type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../support/fake-openai';
 import { startTestServer, type TestServer } from '../support/server';
 
@@ -49,7 +50,7 @@ describe('chat on SQLite with a 300-table schema', () => {
       env: { OPENAI_API_KEY: fake.apiKey, OPENAI_BASE_URL: fake.url, LOUPE_MODEL: 'test-model' },
     });
     const c = await s.call('POST', '/connections', {
-      body: { name: 'Billing', type: 'SQLITE', database: file },
+      body: { name: 'Billing', type: 'SQLITE', database: placeSqlite(s, file) },
     });
     expect(c.status, c.text).toBe(201);
     connectionId = c.body.data.id;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
+import { placeSqlite } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 /** Who may reach which connection route: members (assigned only), scopes, other organizations. */
@@ -24,7 +25,11 @@ describe('connection access on every route', () => {
     d.close();
     s = await startTestServer();
     const mk = async (name: string) =>
-      (await s.call('POST', '/connections', { body: { name, type: 'SQLITE', database: file } })).body.data.id;
+      (
+        await s.call('POST', '/connections', {
+          body: { name, type: 'SQLITE', database: placeSqlite(s, file) },
+        })
+      ).body.data.id;
     mine = await mk('assigned');
     other = await mk('not assigned');
     for (const id of [mine, other])

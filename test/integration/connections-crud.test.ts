@@ -80,7 +80,21 @@ describe('connection CRUD, validation, visibility and isolation', () => {
         'body.host',
       ],
       [
-        { type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: 'rel.db' },
+        { type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: '/tmp/a.sqlite' },
+        'body.database',
+      ],
+      [
+        { type: 'SQLITE', host: undefined, port: undefined, password: undefined, database: '../other/a.db' },
+        'body.database',
+      ],
+      [
+        {
+          type: 'SQLITE',
+          host: undefined,
+          port: undefined,
+          password: undefined,
+          database: 's3://some-bucket/a.db',
+        },
         'body.database',
       ],
       [
@@ -107,14 +121,14 @@ describe('connection CRUD, validation, visibility and isolation', () => {
       ).toContain(path);
     }
     const sqlite = await s.call('POST', '/connections', {
-      body: { name: 'file', type: 'SQLITE', database: '/tmp/some.sqlite' },
+      body: { name: 'file', type: 'SQLITE', database: 'some.sqlite' },
     });
     expect(sqlite.status).toBe(201);
     expect(sqlite.body.data).toMatchObject({
       host: '',
       port: null,
       username: '',
-      database: '/tmp/some.sqlite',
+      database: 'some.sqlite',
     });
     const mongo = await s.call('POST', '/connections', {
       body: { name: 'docs', type: 'MONGODB', host: 'mongo.example', database: 'app' },
@@ -167,7 +181,7 @@ describe('connection CRUD, validation, visibility and isolation', () => {
     const bad = await s.call('PATCH', `/connections/${c.id}`, { body: { type: 'SQLITE' } });
     expect(bad.status).toBe(400);
     const toSqlite = await s.call('PATCH', `/connections/${c.id}`, {
-      body: { type: 'SQLITE', host: null, port: null, password: null, username: null, database: '/tmp/x.db' },
+      body: { type: 'SQLITE', host: null, port: null, password: null, username: null, database: 'x.db' },
     });
     expect(toSqlite.status, toSqlite.text).toBe(200);
     expect(toSqlite.body.data).toMatchObject({ type: 'SQLITE', host: '', port: null });

@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuthContext } from '../../shared/auth/context';
 import { loadConnection, prefetchConnection } from '../../shared/connections/connections';
+import { placeSqlite } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 /**
@@ -16,7 +17,9 @@ describe('POST /connections/{id}/query decides access on each request', () => {
   const dir = mkdtempSync(join(tmpdir(), 'loupe-query-access-'));
   const file = join(dir, 'items.db');
   const create = async (name: string) => {
-    const r = await s.call('POST', '/connections', { body: { name, type: 'SQLITE', database: file } });
+    const r = await s.call('POST', '/connections', {
+      body: { name, type: 'SQLITE', database: placeSqlite(s, file) },
+    });
     expect(r.status).toBe(201);
     return r.body.data.id as string;
   };

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SchemaSnapshot } from '../../shared/connections/drivers/types';
 import { dropCachedSchema, loadSchema, saveSchema } from '../../shared/connections/schema-store';
 import { db } from '../../shared/platform/db/store';
+import { placeSqlite } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 const schemaOf = (
@@ -135,7 +136,7 @@ describe('cached schema storage', () => {
       d.exec('COMMIT');
       d.close();
       const c = await s.call('POST', '/connections', {
-        body: { name: 'wide', type: 'SQLITE', database: file },
+        body: { name: 'wide', type: 'SQLITE', database: placeSqlite(s, file) },
       });
       const t = await s.call('POST', `/connections/${c.body.data.id}/test`);
       expect(t.body.data, t.text).toMatchObject({ success: true, schemaIntrospected: true, tableCount: 300 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe } from 'vitest';
+import { placeSqlite } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 import { connectionFlow, FLOW_STATEMENTS, type FlowDb } from './connections-flow';
 
@@ -30,10 +31,10 @@ describe('connections on SQLite', () => {
       INSERT INTO orders VALUES (1, 1, 10.50, 'paid'), (2, 1, 20.00, 'open'), (3, 2, 5.25, 'paid');`);
     s = await startTestServer();
     db = {
-      body: { name: 'SQLite flow', type: 'SQLITE', database: file },
+      body: { name: 'SQLite flow', type: 'SQLITE', database: placeSqlite(s, file) },
       password: 'sqlite-takes-no-password-sentinel',
       failing: {
-        body: { name: 'missing file', type: 'SQLITE', database: join(dir, 'missing.sqlite') },
+        body: { name: 'missing file', type: 'SQLITE', database: 'missing.sqlite' },
         stage: 'DATABASE',
       },
       admin,

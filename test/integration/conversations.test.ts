@@ -13,12 +13,12 @@ describe('conversations', () => {
   beforeAll(async () => {
     s = await startTestServer();
     const conn = await s.call('POST', '/connections', {
-      body: { name: 'conv-sqlite', type: 'SQLITE', database: '/tmp/loupe-conv-test.db' },
+      body: { name: 'conv-sqlite', type: 'SQLITE', database: 'loupe-conv-test.db' },
     });
     expect(conn.status).toBe(201);
     connectionId = conn.body.data.id;
     const hidden = await s.call('POST', '/connections', {
-      body: { name: 'conv-hidden', type: 'SQLITE', database: '/tmp/loupe-conv-hidden.db' },
+      body: { name: 'conv-hidden', type: 'SQLITE', database: 'loupe-conv-hidden.db' },
     });
     hiddenConnectionId = hidden.body.data.id;
     const m = await s.call('POST', '/members', {

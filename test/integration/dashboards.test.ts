@@ -307,9 +307,19 @@ describe('dashboards and widgets over HTTP', () => {
       (await s.call('POST', `/dashboards/${pub.id}/widgets`, { key, body: { type: 'TEXT', title: 'x' } }))
         .status,
     ).toBe(403);
-    expect((await s.call('DELETE', `/dashboards/${pub.id}/widgets/${w.id}`, { key })).status).toBe(403);
-    // the member reads the widget definition but not the data of a connection it is not assigned
+    // a widget on a connection the member is not assigned to is hidden like the connection: 404, no SQL text
+    expect((await s.call('DELETE', `/dashboards/${pub.id}/widgets/${w.id}`, { key })).status).toBe(404);
     expect((await s.call('GET', `/dashboards/${pub.id}/widgets/${w.id}/data`, { key })).status).toBe(404);
+    const seen = await s.call('GET', `/dashboards/${pub.id}`, { key });
+    expect(seen.body.data.widgets.map((x: { id: string }) => x.id)).not.toContain(w.id);
+    expect(seen.text).not.toContain(w.query);
+    const widgets = await s.call('GET', `/dashboards/${pub.id}/widgets`, { key });
+    expect(widgets.text).not.toContain(w.id);
+    const listedAgain = await s.call('GET', '/dashboards?pageSize=100', { key });
+    expect(listedAgain.text).not.toContain(w.id);
+    expect(
+      (await s.call('GET', `/dashboards/${pub.id}`)).body.data.widgets.map((x: { id: string }) => x.id),
+    ).toContain(w.id);
     // its own private dashboard: visible to it and to admins, not to other members
     const own = await dashboard({}, key);
     expect((await s.call('GET', `/dashboards/${own.id}`)).status).toBe(200);

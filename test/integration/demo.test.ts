@@ -60,14 +60,16 @@ describe('local demo data', () => {
     const s = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
     let demoId: string;
     try {
-      expect(existsSync(join(dataDir, 'demo.sqlite'))).toBe(true);
+      // In the organization's own SQLite folder, like any file a user brings.
+      expect(existsSync(join(dataDir, 'sqlite', s.app.orgId, 'demo.sqlite'))).toBe(true);
+      expect(existsSync(join(dataDir, 'demo.sqlite'))).toBe(false);
       const list = await s.call('GET', '/connections');
       const demo = list.body.data.filter((c: { name: string }) => c.name === DEMO_CONNECTION_NAME);
       expect(demo).toHaveLength(1);
       demoId = demo[0].id;
       expect(demo[0]).toMatchObject({
         type: 'SQLITE',
-        database: join(dataDir, 'demo.sqlite'),
+        database: 'demo.sqlite',
         isActive: true,
       });
       const schema = await s.call('GET', `/connections/${demoId}/schema`);

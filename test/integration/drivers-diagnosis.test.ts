@@ -4,7 +4,7 @@
  * server that accepts connections and never answers.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import {
 import { closeAllDrivers, unpooledDriver } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget, DbType } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
+import { resetConfig } from '../../shared/platform/config';
 import type { AppError } from '../../shared/platform/errors';
 import { freePort } from '../support/databases';
 import { pingError } from '../support/drivers';
@@ -234,9 +235,17 @@ describe.skipIf(!maria)('MariaDB: privileges', () => {
 });
 
 describe('SQLite files', () => {
+  // The organization's folder is `<LOUPE_SQLITE_ROOT>/org-diag/`; the files of this block live there.
+  const orgDir = join(dir, 'sqlite-root', 'org-diag');
+  beforeAll(() => {
+    mkdirSync(orgDir, { recursive: true });
+    process.env.LOUPE_SQLITE_ROOT = join(dir, 'sqlite-root');
+    resetConfig();
+  });
   const sqlite = (database: string): ConnectionTarget => ({
     id: `diag-sqlite-${Math.random()}`,
     version: '1',
+    orgId: 'org-diag',
     type: 'SQLITE',
     host: '',
     port: null,
@@ -247,16 +256,16 @@ describe('SQLite files', () => {
   });
 
   it('a missing file is DATABASE / user ("SQLite file not found"), naming the path', async () => {
-    const t = sqlite(join(dir, 'missing.db'));
+    const t = sqlite('missing.db');
     const d = diagnose(await pingError(t), t);
     expectDiagnosis(d, { stage: 'DATABASE', fault: 'user', title: 'SQLite file not found' }, t);
     expect(d.explanation).toContain(t.database);
   });
 
   it('a file that is not a database is DATABASE / user ("Not a SQLite database")', async () => {
-    const file = join(dir, 'text.db');
+    const file = join(orgDir, 'text.db');
     writeFileSync(file, 'plain text, not sqlite '.repeat(200));
-    const t = sqlite(file);
+    const t = sqlite('text.db');
     const d = diagnose(await pingError(t), t);
     expectDiagnosis(d, { stage: 'DATABASE', fault: 'user', title: 'Not a SQLite database' }, t);
   });

@@ -223,12 +223,17 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
     throw new Error('expected a failure');
   };
   const since = (n: number) => tds.requests.slice(n);
+  let failReset = false;
 
   beforeAll(async () => {
     tds = await startTdsWire({
       users: { reporter: 'pw' },
       databases: ['sales'],
-      respond: (q, params) => {
+      respond: (q, params, info) => {
+        if (info.reset && failReset) {
+          failReset = false; // the next reset only
+          return { error: { number: 50000, message: 'reset refused (test)', class: 16 } };
+        }
         if (q.includes('SERVERPROPERTY'))
           return { columns: [{ name: 'v', type: 'nvarchar' }], rows: [['16.0.4165.4']] };
         if (q === 'SELECT SCHEMA_NAME() AS s')
@@ -320,6 +325,31 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
       'begin',
       'rollback',
     ]);
+  });
+
+  it('resets the session (TDS RESETCONNECTION, sp_reset_connection) on every checkout of a pooled connection', async () => {
+    await runReadOnly(t({ id: 'tds-reset' }), 'SELECT 1');
+    const n = tds.requests.length;
+    const logins = tds.requests.filter((x) => x.kind === 'login').length;
+    await runReadOnly(t({ id: 'tds-reset' }), 'SELECT 1');
+    await runReadOnly(t({ id: 'tds-reset' }), 'SELECT 1');
+    const seen = since(n);
+    // Each read: the reset batch first (it replaces mssql's SELECT 1 validation), then BEGIN … ROLLBACK.
+    const resets = seen.filter((x) => x.kind === 'batch' && x.reset);
+    expect(resets).toHaveLength(2);
+    expect(seen[0]).toMatchObject({ kind: 'batch', reset: true });
+    expect(seen.some((x) => x.kind === 'batch' && /^select 1;$/i.test(x.sql ?? ''))).toBe(false);
+    expect(tds.requests.filter((x) => x.kind === 'login').length).toBe(logins);
+  });
+
+  it('a connection whose reset fails is destroyed, and the read runs on a fresh login', async () => {
+    await runReadOnly(t({ id: 'tds-reset-fail' }), 'SELECT 1');
+    const logins = tds.requests.filter((x) => x.kind === 'login').length;
+    failReset = true;
+    const r = await runReadOnly(t({ id: 'tds-reset-fail' }), 'SELECT 1');
+    expect(r.rows).toHaveLength(1);
+    expect(failReset).toBe(false);
+    expect(tds.requests.filter((x) => x.kind === 'login').length).toBe(logins + 1);
   });
 
   it('stops a large result at maxRows + 1 by cancelling the request (attention), and the pool keeps working', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -8,14 +8,22 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
+import { resetConfig } from '../../shared/platform/config';
 import { failure } from '../support/drivers';
 
-const dir = mkdtempSync(join(tmpdir(), 'loupe-drv-sqlite-'));
+// Files live in the organization's folder `<LOUPE_SQLITE_ROOT>/org-a/`; S3 objects under `<bucket>/org-a/`.
+const root = mkdtempSync(join(tmpdir(), 'loupe-drv-sqlite-'));
+const dir = join(root, 'org-a');
+mkdirSync(dir);
+process.env.LOUPE_SQLITE_ROOT = root;
+process.env.LOUPE_SQLITE_BUCKET = 'loupe-test-bucket';
+resetConfig();
 const file = join(dir, 'shop.db');
 
 const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
   id: `sqlite-${process.pid}`,
   version: '1',
+  orgId: 'org-a',
   type: 'SQLITE',
   host: '',
   port: null,
@@ -47,7 +55,7 @@ beforeAll(() => {
 
 afterAll(async () => {
   await closeAllDrivers();
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(root, { recursive: true, force: true });
 });
 
 describe('SQLite driver', () => {
@@ -182,6 +190,47 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
     expect(readFileSync(file).equals(before)).toBe(true);
   });
 
+  it('refused PRAGMAs get truthful codes: never CONNECTION_FAILED, the file unchanged', async () => {
+    const before = readFileSync(file);
+    const cases: Array<[string, number, string]> = [
+      // SQLite reads the argument as a schema name ("unknown database 'wal'"): the statement is wrong.
+      ["SELECT * FROM pragma_journal_mode('wal')", 422, 'QUERY_FAILED'],
+      ["SELECT * FROM pragma_journal_mode('main')", 400, 'READ_ONLY_VIOLATION'],
+      ['SELECT * FROM pragma_journal_mode', 400, 'READ_ONLY_VIOLATION'],
+      ['SELECT * FROM pragma_wal_checkpoint', 422, 'QUERY_FAILED'],
+      ['SELECT * FROM pragma_user_version(5)', 422, 'QUERY_FAILED'],
+      ["SELECT * FROM pragma_foreign_keys('on')", 422, 'QUERY_FAILED'],
+    ];
+    for (const [sql, status, code] of cases) {
+      const e = await failure(runReadOnly(target({ id: 'sqlite-pragma' }), sql));
+      // The read-only guard may refuse some of these first (400 READ_ONLY_VIOLATION), which is truthful too.
+      if (e.status === 400) expect(e.code, sql).toBe('READ_ONLY_VIOLATION');
+      else expect([e.status, e.code], sql).toEqual([status, code]);
+      expect(e.code, sql).not.toBe('CONNECTION_FAILED');
+    }
+    // Straight to the driver (no guard): the authorizer's refusal is 400, the bad argument 422.
+    const d = await driverFor(target({ id: 'sqlite-pragma-driver' }));
+    const opts = { maxRows: 10, maxBytes: 1 << 20, timeoutMs: 5_000 };
+    await expect(d.query('SELECT * FROM pragma_journal_mode', opts)).rejects.toMatchObject({
+      status: 400,
+      code: 'READ_ONLY_VIOLATION',
+      details: { statementType: 'PRAGMA' },
+    });
+    await expect(d.query("SELECT * FROM pragma_journal_mode('wal')", opts)).rejects.toMatchObject({
+      status: 422,
+      code: 'QUERY_FAILED',
+    });
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it('accepts double-quoted string literals as the sqlite3 shell does; real identifiers still win', async () => {
+    const r = await runReadOnly(
+      target({ id: 'sqlite-dqs' }),
+      'SELECT "plain text" AS v, count(*) AS n FROM items WHERE "id" > 0',
+    );
+    expect(r.rows).toEqual([{ v: 'plain text', n: 30 }]);
+  });
+
   it('opens the file read-only, so a missing file is not created', async () => {
     const missing = join(dir, 'missing.db');
     const e = await failure(runReadOnly(target({ id: 'sqlite-missing', database: missing }), 'SELECT 1'));
@@ -201,7 +250,7 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
 describe('SQLite from S3 (s3://bucket/key, S3 mocked with aws-sdk-client-mock)', () => {
   const s3 = mockClient(S3Client);
   const s3Target = (id: string, key: string): ConnectionTarget =>
-    target({ id, database: `s3://loupe-test-bucket/${key}` });
+    target({ id, database: `s3://loupe-test-bucket/org-a/${key}` });
   const body = (path: string) => ({ transformToByteArray: async () => new Uint8Array(readFileSync(path)) });
   afterAll(() => s3.restore());
 
@@ -214,7 +263,7 @@ describe('SQLite from S3 (s3://bucket/key, S3 mocked with aws-sdk-client-mock)',
     expect(calls).toHaveLength(1);
     expect(calls[0].args[0].input).toMatchObject({
       Bucket: 'loupe-test-bucket',
-      Key: 'shop-a.db',
+      Key: 'org-a/shop-a.db',
       IfNoneMatch: undefined,
     });
     await runReadOnly(s3Target('s3-a', 'shop-a.db'), 'SELECT 1 AS one');
@@ -263,6 +312,117 @@ describe('SQLite from S3 (s3://bucket/key, S3 mocked with aws-sdk-client-mock)',
     expect(e.code).toBe('CONNECTION_FAILED');
     const diagnosis = (e.details as { diagnosis: { stage: string; explanation: string } }).diagnosis;
     expect(diagnosis.stage).toBe('DATABASE');
-    expect(diagnosis.explanation).toContain('s3://loupe-test-bucket/missing.db');
+    expect(diagnosis.explanation).toContain('s3://loupe-test-bucket/org-a/missing.db');
+  });
+});
+
+describe('SQLite sources stay inside the organization (folder and S3 prefix)', () => {
+  const s3 = mockClient(S3Client);
+  const body = (path: string) => ({ transformToByteArray: async () => new Uint8Array(readFileSync(path)) });
+  afterAll(() => s3.restore());
+  const orgB = (database: string, id = `b-${Math.random()}`) => target({ id, orgId: 'org-b', database });
+  const diagnosisOf = (e: { details?: unknown }) =>
+    (e.details as { diagnosis: { title: string; explanation: string; fixSteps: string[] } }).diagnosis;
+  const outsideTitle = "SQLite source outside the organization's area";
+
+  beforeAll(() => {
+    mkdirSync(join(root, 'org-b'), { recursive: true });
+    // An operator's mistake or an attack: links in org-b's folder that lead to org-a's file and out of the root.
+    symlinkSync(file, join(root, 'org-b', 'link-to-a.db'));
+    symlinkSync(join(dir, 'gone.db'), join(root, 'org-b', 'dangling.db'));
+    symlinkSync(dir, join(root, 'org-b', 'dir-link'));
+  });
+
+  const hostile: Array<[string, string]> = [
+    ['the absolute path of org-a’s file', file],
+    ['a relative path climbing into org-a', '../org-a/shop.db'],
+    ['a path climbing out and back in', '../org-b/../org-a/shop.db'],
+    ['a symlink in org-b to org-a’s file', 'link-to-a.db'],
+    ['a symlinked folder in org-b to org-a', 'dir-link/shop.db'],
+    ['a dangling symlink', 'dangling.db'],
+    ['an existing file outside the root', '/etc/passwd'],
+    ['a missing file outside the root', '/etc/no-such-file-here.db'],
+    ['the root itself', '..'],
+    ['the org folder itself', '.'],
+    ['org-a’s S3 object', 's3://loupe-test-bucket/org-a/shop-a.db'],
+    ['another bucket under the org prefix', 's3://other-bucket/org-b/shop.db'],
+    ['an S3 key climbing out of the prefix', 's3://loupe-test-bucket/org-b/../org-a/shop-a.db'],
+    ['an S3 key prefix that only starts like the org', 's3://loupe-test-bucket/org-bb/x.db'],
+    ['an S3 URL without key', 's3://loupe-test-bucket/'],
+  ];
+  for (const [name, database] of hostile)
+    it(`org-b cannot open ${name}`, async () => {
+      s3.reset();
+      s3.on(GetObjectCommand).resolves({ ETag: '"v1"', Body: body(file) as never });
+      const e = await failure(runReadOnly(orgB(database), 'SELECT count(*) AS n FROM items'));
+      expect(e.code).toBe('CONNECTION_FAILED');
+      expect(diagnosisOf(e).title).toBe(outsideTitle);
+      expect(JSON.stringify(e)).not.toContain('30');
+      expect(s3.commandCalls(GetObjectCommand)).toHaveLength(0);
+    });
+
+  it('an existing and a missing path outside the root get exactly the same answer', async () => {
+    const a = await failure(runReadOnly(orgB('/etc/passwd', 'same-1'), 'SELECT 1'));
+    const b = await failure(runReadOnly(orgB('/etc/nothing-here', 'same-2'), 'SELECT 1'));
+    const strip = (e: { message: string; details?: unknown }) =>
+      JSON.stringify({ m: e.message, d: e.details })
+        .replaceAll('/etc/passwd', 'P')
+        .replaceAll('/etc/nothing-here', 'P');
+    expect(strip(a)).toBe(strip(b));
+  });
+
+  it('org-a still opens its own file by relative and by absolute path, and its own S3 object', async () => {
+    expect(
+      (await runReadOnly(target({ id: 'a-rel', database: 'shop.db' }), 'SELECT count(*) AS n FROM items'))
+        .rows,
+    ).toEqual([{ n: 30 }]);
+    expect(
+      (await runReadOnly(target({ id: 'a-abs', database: file }), 'SELECT count(*) AS n FROM items')).rows,
+    ).toEqual([{ n: 30 }]);
+    s3.reset();
+    s3.on(GetObjectCommand).resolves({ ETag: '"own"', Body: body(file) as never });
+    const r = await runReadOnly(
+      target({ id: 'a-s3', database: 's3://loupe-test-bucket/org-a/own.db' }),
+      'SELECT count(*) AS n FROM items',
+    );
+    expect(r.rows).toEqual([{ n: 30 }]);
+    expect(s3.commandCalls(GetObjectCommand)[0].args[0].input).toMatchObject({
+      Bucket: 'loupe-test-bucket',
+      Key: 'org-a/own.db',
+    });
+  });
+
+  it('deployed (LOUPE_RUNTIME=aws): local paths are refused, a relative path is the org’s own S3 object', async () => {
+    process.env.LOUPE_RUNTIME = 'aws';
+    resetConfig();
+    try {
+      s3.reset();
+      s3.on(GetObjectCommand).resolves({ ETag: '"d1"', Body: body(file) as never });
+      const local = await failure(runReadOnly(target({ id: 'aws-abs', database: file }), 'SELECT 1'));
+      expect(diagnosisOf(local).title).toBe(outsideTitle);
+      expect(s3.commandCalls(GetObjectCommand)).toHaveLength(0);
+      const r = await runReadOnly(
+        target({ id: 'aws-rel', database: 'team/shop.db' }),
+        'SELECT count(*) AS n FROM items',
+      );
+      expect(r.rows).toEqual([{ n: 30 }]);
+      expect(s3.commandCalls(GetObjectCommand)[0].args[0].input).toMatchObject({
+        Bucket: 'loupe-test-bucket',
+        Key: 'org-a/team/shop.db',
+      });
+      const climb = await failure(runReadOnly(orgB('../org-a/shop.db', 'aws-climb'), 'SELECT 1'));
+      expect(diagnosisOf(climb).title).toBe(outsideTitle);
+      expect(s3.commandCalls(GetObjectCommand)).toHaveLength(1);
+    } finally {
+      delete process.env.LOUPE_RUNTIME;
+      resetConfig();
+    }
+  });
+
+  it('a target without an organization opens nothing', async () => {
+    const e = await failure(
+      runReadOnly(target({ id: 'no-org', orgId: undefined, database: 'shop.db' }), 'SELECT 1'),
+    );
+    expect(diagnosisOf(e).title).toBe(outsideTitle);
   });
 });

@@ -204,9 +204,19 @@ describe('metrics over HTTP with real databases', () => {
     const key = (
       await s.call('POST', `/members/${mem.body.data.id}/keys`, { body: { name: 'm', scopes: ['query'] } })
     ).body.data.key as string;
-    const m = await metric();
+    // A metric on a connection the member is not assigned to is hidden like the connection (404, no formula).
+    const hidden = await metric();
+    const read = await s.call('GET', `/metrics/${hidden.id}`, { key });
+    expect(read.status).toBe(404);
+    expect(read.text).not.toContain(T);
+    expect((await value(hidden.id, '', key)).status).toBe(404);
+    expect((await value(hidden.id, `?connectionId=${conn.SQLITE}`, key)).status).toBe(404);
+    const list = await s.call('GET', '/metrics?limit=100', { key });
+    expect(list.body.data.map((x: { id: string }) => x.id)).not.toContain(hidden.id);
+    // Without a connection of its own it is shared, and evaluates on an assigned connection.
+    const m = await metric({ connectionId: null });
     expect((await s.call('GET', `/metrics/${m.id}`, { key })).status).toBe(200);
-    expect((await value(m.id, '', key)).status).toBe(404);
+    expect((await value(m.id, '', key)).status).toBe(400);
     expect((await value(m.id, `?connectionId=${conn.SQLITE}`, key)).body.data.value).toBe(11);
     expect((await s.call('PATCH', `/metrics/${m.id}`, { key, body: { unit: 'x' } })).status).toBe(403);
     expect((await s.call('DELETE', `/metrics/${m.id}`, { key })).status).toBe(403);

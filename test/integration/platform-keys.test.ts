@@ -76,8 +76,12 @@ describe('API keys and members', () => {
   });
 
   it('manages members: create, duplicate email 409, get, update, list', async () => {
+    const conn = async (name: string) =>
+      (await s.call('POST', '/connections', { body: { name, type: 'SQLITE', database: `${name}.db` } })).body
+        .data.id as string;
+    const [c1, c2, c3] = [await conn('c1'), await conn('c2'), await conn('c3')];
     const created = await s.call('POST', '/members', {
-      body: { email: 'Analyst@Example.com', name: 'Analyst', connectionIds: ['c1', 'c1', 'c2'] },
+      body: { email: 'Analyst@Example.com', name: 'Analyst', connectionIds: [c1, c1, c2] },
     });
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ email: 'analyst@example.com', role: 'member' });
@@ -86,13 +90,45 @@ describe('API keys and members', () => {
     expect(dup.body.error.code).toBe('ALREADY_EXISTS');
     const id = created.body.data.id;
     const upd = await s.call('PATCH', `/members/${id}`, {
-      body: { role: 'admin', connectionIds: ['c3', 'c3'] },
+      body: { role: 'admin', connectionIds: [c3, c3] },
     });
-    expect(upd.body.data).toMatchObject({ role: 'admin', connectionIds: ['c3'] });
+    expect(upd.body.data).toMatchObject({ role: 'admin', connectionIds: [c3] });
     expect((await s.call('GET', `/members/${id}`)).body.data.name).toBe('Analyst');
     const bad = await s.call('PATCH', `/members/${id}`, { body: { role: 'owner' } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details.issues[0].path).toBe('body.role');
+  });
+
+  it('member connectionIds must be connections of the organization (400 otherwise, nothing stored)', async () => {
+    const own = (
+      await s.call('POST', '/connections', { body: { name: 'mine', type: 'SQLITE', database: 'm.db' } })
+    ).body.data.id as string;
+    const other = await createOrganization({ name: 'Elsewhere', adminEmail: 'admin@elsewhere.example' });
+    const foreign = (
+      await s.call('POST', '/connections', {
+        key: other.key,
+        body: { name: 'theirs', type: 'SQLITE', database: 't.db' },
+      })
+    ).body.data.id as string;
+    for (const ids of [[foreign], [own, foreign], ['no-such-connection'], [own, 'x'.repeat(100)]]) {
+      const r = await s.call('POST', '/members', {
+        body: { email: `m-${ids.length}-${Math.random()}@example.com`, name: 'M', connectionIds: ids },
+      });
+      expect(r.status, JSON.stringify(ids)).toBe(400);
+      expect(r.body.error.code).toBe('VALIDATION_ERROR');
+      expect(r.body.error.details.issues[0].path).toBe(
+        `body.connectionIds.${ids.indexOf(ids.find((i) => i !== own) as string)}`,
+      );
+    }
+    const m = await s.call('POST', '/members', {
+      body: { email: 'scoped@example.com', name: 'Scoped', connectionIds: [own] },
+    });
+    expect(m.status).toBe(201);
+    const patch = await s.call('PATCH', `/members/${m.body.data.id}`, {
+      body: { connectionIds: [own, foreign] },
+    });
+    expect(patch.status).toBe(400);
+    expect((await s.call('GET', `/members/${m.body.data.id}`)).body.data.connectionIds).toEqual([own]);
   });
 
   it('keeps at least one admin', async () => {

@@ -406,15 +406,26 @@ describe('saved queries over HTTP with real databases', () => {
       await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'm', scopes: ['query'] } })
     ).body.data.key as string;
     const priv = await saved({ isPublic: false });
-    const pub = await saved({ connectionId: conn.POSTGRES });
+    const pub = await saved({ connectionId: conn.SQLITE });
     expect((await s.call('GET', `/saved-queries/${priv.id}`, { key })).status).toBe(404);
     expect((await s.call('GET', `/saved-queries/${pub.id}`, { key })).status).toBe(200);
     expect(
       (await s.call('PATCH', `/saved-queries/${pub.id}`, { key, body: { name: `m-${suffix}` } })).status,
     ).toBe(403);
     expect((await s.call('DELETE', `/saved-queries/${pub.id}`, { key })).status).toBe(403);
-    // the member may not run it on a connection it is not assigned
-    expect((await run(pub.id, PARAMS, key)).status).toBe(404);
+    // one on a connection the member is not assigned to is hidden like the connection: 404, no SQL text
+    const other = await saved({ connectionId: conn.POSTGRES });
+    const read = await s.call('GET', `/saved-queries/${other.id}`, { key });
+    expect(read.status).toBe(404);
+    expect(read.text).not.toContain(other.query);
+    const listed = await s.call('GET', '/saved-queries?pageSize=100', { key });
+    expect(listed.body.data.map((x: { id: string }) => x.id)).not.toContain(other.id);
+    expect(listed.body.data.map((x: { id: string }) => x.id)).toContain(pub.id);
+    expect((await s.call('PATCH', `/saved-queries/${other.id}`, { key, body: { name: 'x' } })).status).toBe(
+      404,
+    );
+    expect((await s.call('DELETE', `/saved-queries/${other.id}`, { key })).status).toBe(404);
+    expect((await run(other.id, PARAMS, key)).status).toBe(404);
     // nor save one on such a connection; on its own connection it can, and manage it
     expect((await save({ connectionId: conn.POSTGRES }, key)).status).toBe(404);
     const own = await save({ connectionId: conn.SQLITE, isPublic: false }, key);

@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -25,6 +25,19 @@ export const mariadbConnection = (info: DbInfo, over: Record<string, unknown> = 
   ...postgresConnection(info, { name: 'maria', type: 'MARIADB' }),
   ...over,
 });
+
+/**
+ * Places a SQLite file in an organization's SQLite folder (`<dataDir>/sqlite/<orgId>/`, where the
+ * operator puts files) as a hard link, so the test's own writes to `file` stay visible; returns the
+ * connection's `database` value (the path relative to that folder).
+ */
+export function placeSqlite(s: TestServer, file: string, orgId = s.app.orgId, name = basename(file)): string {
+  const dir = join(s.dataDir, 'sqlite', orgId);
+  mkdirSync(dir, { recursive: true });
+  rmSync(join(dir, name), { force: true });
+  linkSync(file, join(dir, name));
+  return name;
+}
 
 /** Creates a connection through the API (asserting 201) and returns its id. */
 export async function createConnection(
@@ -119,7 +132,11 @@ export async function openTestDatabases(
       const conn: Record<string, string> = {};
       conn.POSTGRES = await createConnection(s, postgresConnection(pgInfo));
       if (mariaInfo) conn.MARIADB = await createConnection(s, mariadbConnection(mariaInfo));
-      conn.SQLITE = await createConnection(s, { name: 'lite', type: 'SQLITE', database: sqliteFile });
+      conn.SQLITE = await createConnection(s, {
+        name: 'lite',
+        type: 'SQLITE',
+        database: placeSqlite(s, sqliteFile),
+      });
       return conn;
     },
     async close(table) {

@@ -31,13 +31,15 @@ export interface TdsRequest {
   user?: string;
   database?: string;
   packetTypes?: number;
+  /** The message's first packet carried RESETCONNECTION (0x08): the server resets the session first. */
+  reset?: boolean;
 }
 
 export interface TdsWireOptions {
   users?: Record<string, string>;
   databases?: string[];
   encryption?: 'NOT_SUP' | 'OFF';
-  respond?: (sql: string, params: unknown[]) => TdsResponse | undefined;
+  respond?: (sql: string, params: unknown[], info: { reset: boolean }) => TdsResponse | undefined;
 }
 
 export interface TdsWireServer {
@@ -236,6 +238,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
     let packetId = 1;
     let buffered = Buffer.alloc(0);
     let message: Buffer[] = [];
+    let resetFlag = false;
     let hanging = false;
     let database = 'master';
 
@@ -257,7 +260,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
 
     const answer = (sql: string, params: unknown[], rpc: boolean) => {
       const trimmed = sql.trim();
-      let r = opts.respond?.(trimmed, params);
+      let r = opts.respond?.(trimmed, params, { reset: resetFlag });
       if (!r && /^select 1;?$/i.test(trimmed)) r = { columns: [{ name: '', type: 'int' }], rows: [[1]] };
       if (r && 'hang' in r) {
         hanging = true;
@@ -374,7 +377,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
       const body = payload.subarray(headers);
       if (type === 0x01) {
         const sql = body.toString('utf16le');
-        requests.push({ kind: 'batch', sql });
+        requests.push({ kind: 'batch', sql, ...(resetFlag ? { reset: true } : {}) });
         answer(sql, [], false);
         return;
       }
@@ -426,6 +429,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
         if (buffered.length < len) break;
         const type = buffered[0];
         const status = buffered[1];
+        if (message.length === 0) resetFlag = (status & 0x08) !== 0;
         message.push(buffered.subarray(8, len));
         buffered = buffered.subarray(len);
         if (status & 1) {

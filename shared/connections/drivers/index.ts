@@ -8,6 +8,7 @@
  * Servers signed by a private CA: give Node the CA bundle with the standard NODE_EXTRA_CA_CERTS
  * environment variable (a PEM file path); every adapter then trusts it.
  */
+import { assertLiteralAllowed } from '../host-policy';
 import type { ConnectionTarget, Driver } from './types';
 
 interface Entry {
@@ -25,9 +26,23 @@ const closeSoon = (driver: Promise<Driver>) =>
   ]);
 
 const fingerprint = (t: ConnectionTarget) =>
-  JSON.stringify([t.version, t.type, t.host, t.port, t.database, t.username, t.password, t.sslEnabled]);
+  JSON.stringify([
+    t.version,
+    t.orgId,
+    t.type,
+    t.host,
+    t.port,
+    t.database,
+    t.username,
+    t.password,
+    t.sslEnabled,
+  ]);
 
 async function create(target: ConnectionTarget): Promise<Driver> {
+  // The host policy (host-policy.ts): IP literals (which sockets do not resolve) are judged here; names
+  // are judged on the addresses they resolve to at every connect (each adapter uses checkedLookup).
+  const hosts = target.type === 'MONGODB' ? (await import('./mongodb')).mongoHosts(target) : [target.host];
+  if (target.type !== 'SQLITE') for (const h of hosts) assertLiteralAllowed(h);
   switch (target.type) {
     case 'POSTGRES':
       return (await import('./postgres')).postgresDriver(target);

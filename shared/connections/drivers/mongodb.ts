@@ -9,6 +9,7 @@
  * The schema is inferred from a bounded $sample of each collection (system collections skipped).
  */
 import { BSON, type Document, MongoClient, type MongoClientOptions, type Sort } from 'mongodb';
+import { checkedLookup } from '../host-policy';
 import { type MongoQuery, parseMongoQuery } from '../mongo-query';
 import { normalizeValue, RowCollector } from '../values';
 import type {
@@ -24,6 +25,16 @@ import type {
 export const SAMPLE_SIZE = 100;
 export const MAX_COLLECTIONS = 200;
 
+/** The hosts of a target: its host, or every host of a mongodb:// URL (mongodb+srv: the SRV name). */
+export function mongoHosts(target: ConnectionTarget): string[] {
+  const m = /^mongodb(\+srv)?:\/\/(?:[^@/]*@)?([^/?]*)/i.exec(target.host);
+  if (!m) return [target.host];
+  return m[2]
+    .split(',')
+    .map((h) => (h.startsWith('[') ? h.slice(0, h.indexOf(']') + 1) : h.replace(/:\d*$/, '')))
+    .filter(Boolean);
+}
+
 /** The connection URL (no credentials) and client options for a target. */
 export function mongoClientArgs(target: ConnectionTarget): { url: string; options: MongoClientOptions } {
   const url = /^mongodb(\+srv)?:\/\//i.test(target.host)
@@ -35,6 +46,8 @@ export function mongoClientArgs(target: ConnectionTarget): { url: string; option
     serverSelectionTimeoutMS: 10_000,
     connectTimeoutMS: 10_000,
     tls: target.sslEnabled,
+    // Every connection resolves through the host policy and connects to the checked address.
+    lookup: checkedLookup as MongoClientOptions['lookup'],
     ...(target.username ? { auth: { username: target.username, password: target.password } } : {}),
   };
   return { url, options };

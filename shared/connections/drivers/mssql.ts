@@ -11,6 +11,8 @@
  * datetimeoffset as ISO UTC, date as YYYY-MM-DD, binary as base64, uniqueidentifier as string.
  */
 import sql from 'mssql';
+import { connectInSequence } from 'tedious/lib/connector';
+import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
@@ -72,7 +74,14 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
       useUTC: true,
       abortTransactionOnError: true,
       enableArithAbort: true,
-    },
+      // tedious's own sequential connector, resolving through the host policy (checked at every connect).
+      connector: (opts: unknown, _lookup: unknown, signal: unknown) =>
+        (connectInSequence as (o: unknown, l: unknown, s: unknown) => Promise<unknown>)(
+          opts,
+          checkedLookup,
+          signal,
+        ),
+    } as sql.config['options'],
   };
 }
 
@@ -193,8 +202,32 @@ export function buildMssqlSnapshot(
   return { tables: [...tables.values()] };
 }
 
+/**
+ * sp_reset_connection semantics on every checkout. mssql's pool validates a free connection with
+ * `SELECT 1` before handing it out and never resets it, so session state (SET options, temporary tables,
+ * sp_getapplock session locks, open transactions) would carry over. This replaces that validation with
+ * tedious's `reset()`: the connection's initial SQL sent with the TDS RESETCONNECTION flag, which makes
+ * the server run sp_reset_connection first (same round trip as the SELECT 1 it replaces). A connection
+ * whose reset fails is reported invalid, and the pool destroys it.
+ */
+export function resetOnCheckout(pool: sql.ConnectionPool): void {
+  (pool as unknown as { _poolValidate: (t: unknown) => boolean | Promise<boolean> })._poolValidate = (
+    tedious: unknown,
+  ) => {
+    const t = tedious as {
+      closed?: boolean;
+      hasError?: boolean;
+      reset?: (cb: (err?: Error) => void) => void;
+    } | null;
+    if (!t || t.closed || t.hasError || typeof t.reset !== 'function') return false;
+    const reset = t.reset.bind(t);
+    return new Promise<boolean>((resolve) => reset((err) => resolve(!err)));
+  };
+}
+
 export function mssqlDriver(target: ConnectionTarget): Driver {
   const pool = new sql.ConnectionPool(mssqlConfig(target));
+  resetOnCheckout(pool);
   pool.on('error', () => {});
   let connecting: Promise<sql.ConnectionPool> | undefined;
   const ready = () => {

@@ -4,12 +4,14 @@
  *   START TRANSACTION READ ONLY
  *   <statement>            streamed row by row; at maxRows + 1 rows or the byte cap the connection
  *                          is destroyed (the server rolls back and stops sending)
- *   ROLLBACK
+ *   COM_RESET_CONNECTION   (rolls back and clears the session: GET_LOCK locks, variables, temporary
+ *                          tables; a connection whose reset fails is destroyed, see resetSession)
  * multipleStatements stays off, so the server refuses stacked statements too.
  * Values: BIGINT/DECIMAL as strings, DATE as YYYY-MM-DD, DATETIME as ISO without zone, TIMESTAMP as
  * ISO UTC (Z), JSON as objects, binary as base64.
  */
 import mysql from 'mysql2';
+import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
@@ -43,6 +45,28 @@ export function sessionSetup(flavor: Flavor, timeoutMs: number): string {
   return `SET SESSION ${limit}, time_zone = '+00:00'`;
 }
 
+/**
+ * COM_RESET_CONNECTION (mysql2 `reset`): rolls back an open transaction and clears the session (user
+ * locks taken with GET_LOCK, user variables, temporary tables, prepared statements, session variables)
+ * without a new login. A connection is reset before it goes back to the pool; one whose reset fails is
+ * destroyed.
+ */
+export const resetSession = (c: Conn) =>
+  new Promise<void>((resolve, reject) =>
+    (c as unknown as { reset(cb: (err: Error | null) => void): void }).reset((err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
+
+async function resetAndRelease(c: Conn): Promise<void> {
+  try {
+    await resetSession(c);
+    c.release();
+  } catch {
+    c.destroy();
+  }
+}
+
 export function mysqlDriver(target: ConnectionTarget): Driver {
   const pool = mysql.createPool({
     host: target.host,
@@ -50,7 +74,11 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     user: target.username,
     password: target.password,
     database: target.database || undefined,
-    ssl: target.sslEnabled ? { rejectUnauthorized: true } : undefined,
+    // verifyIdentity: the certificate must name the host (mysql2 checks only the chain without it).
+    ssl: target.sslEnabled ? { rejectUnauthorized: true, verifyIdentity: true } : undefined,
+    // Every new connection resolves the host through the host policy and connects to the checked address
+    // (the host name stays the TLS server name).
+    stream: () => checkedSocket().connect(target.port ?? 3306, target.host),
     connectionLimit: 3,
     maxIdle: 3,
     idleTimeout: 60_000,
@@ -89,7 +117,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       throw e;
     } finally {
       if (destroy) c.destroy();
-      else c.release();
+      else await resetAndRelease(c);
     }
   }
 
@@ -166,8 +194,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
           });
         });
         if (!stoppedEarly) {
-          await run(c, readOnly ? 'ROLLBACK' : 'COMMIT');
-          // After an approved write the session may carry its changes (SET, USE, locks): closed, not pooled.
+          // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
+          // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
+          if (!readOnly) await run(c, 'COMMIT');
           reusable = readOnly;
         }
       } catch (e) {
@@ -176,7 +205,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
         throw e;
       } finally {
         // A connection with unread rows or an unknown state is closed; the server then rolls back.
-        if (reusable) c.release();
+        if (reusable) await resetAndRelease(c);
         else c.destroy();
       }
       return {

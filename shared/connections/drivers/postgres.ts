@@ -5,6 +5,8 @@
  *   FETCH n FROM loupe_cursor …                             (until maxRows + 1 rows or the byte cap)
  * The first three are pipelined (sent together, one round trip); later FETCHes follow one at a time.
  *   ROLLBACK                                                (sent before the answer returns; not awaited, see below)
+ *   DISCARD ALL                                             (pipelined behind ROLLBACK: the session is reset
+ *                                                            before the client is reused; a failed reset discards it)
  * EXPLAIN and SHOW run as one extended-protocol query inside the same transaction.
  * The ROLLBACK that ends a read is written to the socket at once (pg sends it synchronously when the
  * client is idle, which it is after the last FETCH) but the result does not wait for its reply: the client
@@ -14,6 +16,7 @@
  * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
  */
 import pg from 'pg';
+import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
@@ -85,6 +88,13 @@ const typeParsers = {
   },
 };
 
+/**
+ * Sent before a client returns to the pool: closes cursors, drops temporary tables and prepared
+ * statements, resets every setting and releases every session-level advisory lock (pg_advisory_unlock_all),
+ * so nothing a read did (through a function, say) outlives it on the pooled connection.
+ */
+export const RESET_SESSION = 'DISCARD ALL';
+
 const CURSOR_PREFIX = 'DECLARE loupe_cursor NO SCROLL CURSOR FOR ';
 
 /** Removes trailing semicolons (and whitespace) so the statement can follow DECLARE … FOR. */
@@ -98,6 +108,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     user: target.username,
     password: target.password,
     ssl: target.sslEnabled ? { rejectUnauthorized: true, servername: target.host } : false,
+    // Every new connection resolves the host through the host policy and connects to the checked address.
+    stream: () => checkedSocket(),
     max: 3,
     idleTimeoutMillis: 60_000,
     connectionTimeoutMillis: 10_000,
@@ -130,20 +142,32 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     } finally {
       // A client whose transaction could not be closed is discarded, not returned to the pool. After a
       // client-side read timeout the server may still be busy with the statement: discard at once.
+      // Every other client is reset before it goes back (DISCARD ALL: advisory locks, settings,
+      // temporary tables, prepared statements, LISTEN); one whose reset fails is discarded.
       if (broken && /Query read timeout|Connection terminated/i.test(broken.message)) client.release(true);
       else if (broken) {
         try {
           await client.query('ROLLBACK');
+          await client.query(RESET_SESSION);
           client.release();
         } catch {
           client.release(true);
         }
-      } else if (closing)
-        closing.then(
+      } else if (closing) {
+        // Pipelined behind the statement that closes the transaction: no extra round trip.
+        const reset = client.query(RESET_SESSION);
+        Promise.all([closing, reset]).then(
           () => client.release(),
           () => client.release(true),
         );
-      else client.release();
+      } else {
+        try {
+          await client.query(RESET_SESSION);
+          client.release();
+        } catch {
+          client.release(true);
+        }
+      }
     }
   }
 

@@ -1,34 +1,34 @@
 /**
- * SQLite adapter (node:sqlite). `database` is a file path (local mode only) or `s3://bucket/key`,
- * copied to the function's temporary disk (cached by ETag, re-checked at most once a minute).
+ * SQLite adapter (node:sqlite). `database` is a file in the organization's folder (local mode) or an
+ * object under the organization's S3 prefix (sqlite-source.ts), copied to the function's temporary
+ * disk (cached by ETag, re-checked at most once a minute).
  *
- * node:sqlite is synchronous, so statements run in a worker thread that owns the open database:
- * a statement past its time budget is stopped by terminating the worker (a new one opens on the
- * next call). Reads open the file read-only (`readOnly: true`), set `PRAGMA query_only`, and install
+ * node:sqlite is synchronous and has no interrupt or progress handler, so statements run in a child
+ * process that owns the open database: a statement past its time budget is stopped by killing that
+ * process (SIGKILL; terminating a worker thread cannot interrupt SQLite's native loop, the thread kept
+ * a core busy), and a new one starts on the next call. Double-quoted string literals are enabled. Reads open the file read-only (`readOnly: true`), set `PRAGMA query_only`, and install
  * an authorizer that allows only reading tables, calling functions outside a denylist, recursive
  * CTEs and read-only pragmas: a write that slipped past the guard fails in SQLite itself. Approved
  * writes (`readOnly: false`) open the file for writing (never creating it) and run as BEGIN IMMEDIATE,
- * the statement to its end, COMMIT (ROLLBACK on any failure; a worker stopped at the timeout leaves a
- * journal that SQLite rolls back on the next open), with an authorizer that refuses ATTACH/DETACH,
- * transaction control, denied functions and setting pragmas. They run in a child process (see
- * runInChild), so that a write stopped at the timeout releases its lock.
+ * the statement to its end, COMMIT (ROLLBACK on any failure; a child killed at the timeout takes its
+ * lock with it and leaves a journal that the next open rolls back), with an authorizer that refuses
+ * ATTACH/DETACH, transaction control, denied functions and setting pragmas.
  * Integers come back as numbers when they fit a double exactly, otherwise as strings; BLOBs as base64.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { config } from '../../platform/config';
+import { join } from 'node:path';
+import { AppError } from '../../platform/errors';
+import { realSqlitePath, sqliteSource } from '../sqlite-source';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot } from './types';
 
-/** Runs inside the worker (CommonJS, no imports but Node built-ins). */
-const WORKER_SOURCE = String.raw`
-const { parentPort } = require('node:worker_threads');
+/** Runs in the child process (CommonJS, no imports but Node built-ins; messages over the IPC channel). */
+const CHILD_SOURCE = String.raw`
 const { DatabaseSync, constants: C } = require('node:sqlite');
 const READ_PRAGMAS = new Set(['table_info','table_xinfo','table_list','index_list','index_info','index_xinfo',
   'foreign_key_list','database_list','collation_list','function_list','module_list','pragma_list','compile_options',
@@ -66,8 +66,12 @@ function open(path, readOnly) {
   if (db) { try { db.close(); } catch {} db = undefined; }
   // Opening for writing would create a missing file: refuse instead, as a read-only open does.
   if (!readOnly && !require('node:fs').existsSync(path))
-    throw Object.assign(new Error('unable to open database file: ' + path + ' does not exist'), { errcode: 14, errstr: 'unable to open database file' });
-  const d = new DatabaseSync(path, { readOnly, timeout: 5000 });
+    throw Object.assign(new Error('unable to open database file'), { errcode: 14, errstr: 'unable to open database file' });
+  // Double-quoted string literals as the sqlite3 shell accepts them (WHERE name = "x"): an identifier
+  // that exists still wins; only a name that is no column becomes a string.
+  const d = new DatabaseSync(path, { readOnly, timeout: 5000, enableDoubleQuotedStringLiterals: true });
+  // Reads the schema now, so a file that is no database fails here (opening), not in the statement.
+  d.prepare('SELECT count(*) FROM sqlite_schema').get();
   if (readOnly) {
     d.exec('PRAGMA query_only = ON');
     d.setAuthorizer(authorize);
@@ -160,96 +164,22 @@ function introspect(m) {
   }
   return { tables };
 }
-parentPort.on('message', (m) => {
+process.on('disconnect', () => process.exit(0));
+process.on('message', (m) => {
+  let phase = 'open';
   try {
     let result;
+    if (m.path) open(m.path, m.op === 'query' ? m.readOnly : true);
+    phase = 'statement';
     if (m.op === 'query') result = m.readOnly ? query(m) : write(m);
     else if (m.op === 'introspect') result = introspect(m);
     else { const d = open(m.path, true); result = d.prepare('SELECT sqlite_version() AS v').get(); }
-    parentPort.postMessage({ id: m.id, ok: true, result });
+    process.send({ id: m.id, ok: true, result });
   } catch (e) {
-    parentPort.postMessage({ id: m.id, ok: false, error: { message: String(e && e.message || e), code: e && e.code, errcode: e && e.errcode, errstr: e && e.errstr } });
+    process.send({ id: m.id, ok: false, error: { message: String(e && e.message || e), code: e && e.code, errcode: e && e.errcode, errstr: e && e.errstr, phase } });
   }
 });
 `;
-
-/**
- * Approved writes run in a child process, not the worker thread: a thread stopped at the timeout
- * keeps its SQLite handle (and the file lock of BEGIN IMMEDIATE) open for the life of this process,
- * while a killed process releases its locks and leaves a journal that the next open rolls back.
- */
-const CHILD_SOURCE = WORKER_SOURCE.replace(
-  "const { parentPort } = require('node:worker_threads');",
-  `const parentPort = {
-  on(_event, fn) {
-    let input = '';
-    process.stdin.setEncoding('utf8');
-    process.stdin.on('data', (d) => { input += d; });
-    process.stdin.on('end', () => fn(JSON.parse(input)));
-  },
-  postMessage(m) {
-    const json = JSON.stringify(m, (_k, v) => typeof v === 'bigint' ? { $bigint: v.toString() }
-      : v instanceof Uint8Array ? { $b64: Buffer.from(v).toString('base64') } : v);
-    process.stdout.write(json, () => process.exit(0));
-  },
-};`,
-);
-
-const revive = (_k: string, v: unknown) => {
-  if (v && typeof v === 'object') {
-    const o = v as { $bigint?: unknown; $b64?: unknown };
-    if (typeof o.$bigint === 'string') return BigInt(o.$bigint);
-    if (typeof o.$b64 === 'string') return Buffer.from(o.$b64, 'base64');
-  }
-  return v;
-};
-
-/** Runs one message of the worker protocol in a fresh child process, killed at the timeout. */
-function runInChild<T>(msg: Record<string, unknown>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--no-warnings', '-e', CHILD_SOURCE], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: {},
-    });
-    let out = '';
-    let err = '';
-    let settled = false;
-    const settle = (f: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      f();
-    };
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      settle(() => reject(new QueryTimeoutError(timeoutMs)));
-    }, timeoutMs);
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      if (err.length < 4000) err += d;
-    });
-    child.on('error', (e) => settle(() => reject(e)));
-    child.on('close', (code) =>
-      settle(() => {
-        let m: { ok?: boolean; result?: T; error?: Record<string, unknown> } | undefined;
-        try {
-          m = JSON.parse(out, revive);
-        } catch {
-          m = undefined;
-        }
-        if (m?.ok) resolvePromise(m.result as T);
-        else if (m?.error) reject(Object.assign(new Error(String(m.error.message)), m.error));
-        else
-          reject(
-            new Error(`The SQLite write process ended (${code}) without an answer. ${err.slice(0, 300)}`),
-          );
-      }),
-    );
-    child.stdin.end(JSON.stringify({ ...msg, id: 1 }));
-  });
-}
 
 interface Pending {
   resolve: (v: unknown) => void;
@@ -261,10 +191,8 @@ const S3_RECHECK_MS = 60_000;
 const s3Cache = new Map<string, { etag: string; path: string; checkedAt: number }>();
 
 /** Downloads s3://bucket/key to the temporary disk unless the cached copy has the same ETag. */
-async function s3File(url: string): Promise<string> {
-  const m = /^s3:\/\/([^/]+)\/(.+)$/.exec(url);
-  if (!m) throw Object.assign(new Error(`Not an S3 URL: ${url}`), { code: 'NoSuchKey' });
-  const [, bucket, key] = m;
+async function s3File(bucket: string, key: string): Promise<string> {
+  const url = `s3://${bucket}/${key}`;
   const cached = s3Cache.get(url);
   if (cached && Date.now() - cached.checkedAt < S3_RECHECK_MS) return cached.path;
   const { S3Client, GetObjectCommand } = await import('@aws-sdk/client-s3');
@@ -296,28 +224,59 @@ async function s3File(url: string): Promise<string> {
   }
 }
 
-export async function sqliteFilePath(database: string): Promise<string> {
-  if (database.startsWith('s3://')) return s3File(database);
-  if (config().runtime === 'aws')
-    throw Object.assign(
-      new Error(`SQLite file paths work only in local mode; use s3://bucket/key (got "${database}").`),
-      {
-        code: 'LOUPE_SQLITE_LOCAL_PATH',
-      },
-    );
-  const path = resolve(database);
+/**
+ * The local file a connection reads: its source checked against the organization's area first
+ * (sqlite-source.ts), then a local path resolved through symlinks, or an S3 object copied locally.
+ */
+export async function sqliteFilePath(database: string, orgId: string | undefined): Promise<string> {
+  const source = sqliteSource(orgId, database);
+  if (source.kind === 's3') return s3File(source.bucket, source.key);
+  const path = await realSqlitePath(orgId as string, source.path);
   // Opening read-only never creates a file; a missing file fails with SQLITE_CANTOPEN.
-  try {
-    if (statSync(path).isDirectory())
-      throw Object.assign(new Error(`unable to open database file: ${path} is a directory`), { errcode: 14 });
-  } catch (e) {
-    if ((e as { errcode?: number }).errcode) throw e;
-  }
+  if (statSync(path).isDirectory())
+    throw Object.assign(new Error('unable to open database file: it is a directory'), { errcode: 14 });
   return path;
 }
 
+/** SQLite result codes that describe the file rather than the statement (diagnosed as connection problems). */
+const FILE_ERRCODES = new Set([11, 14, 26]); // CORRUPT, CANTOPEN, NOTADB
+
+/**
+ * A failure of the statement itself (the file opened) is about the statement, whatever its message says
+ * (`pragma_journal_mode('wal')` fails with "unknown database 'wal'", which is no connection problem): a
+ * refusal by the authorizer is 400 READ_ONLY_VIOLATION, anything else 422 QUERY_FAILED.
+ */
+function statementError(e: unknown, text: string, write = false): unknown {
+  const err = e as { phase?: string; errcode?: number; code?: string; message?: string };
+  if (err?.phase !== 'statement' || (err.errcode !== undefined && FILE_ERRCODES.has(err.errcode))) return e;
+  const message = String(err.message ?? e);
+  if ((err.errcode === 23 || /not authorized/i.test(message)) && write)
+    return new AppError(
+      400,
+      'READ_ONLY_VIOLATION',
+      'SQLite refused this statement (not authorized): approved writes cannot attach databases, control the transaction, call file or extension functions, or change settings with PRAGMA.',
+      { statementType: /\bpragma/i.test(text) ? 'PRAGMA' : 'AUTHORIZER' },
+    );
+  if (err.errcode === 23 || /not authorized/i.test(message))
+    return new AppError(
+      400,
+      'READ_ONLY_VIOLATION',
+      'SQLite refused this statement (not authorized): only reads of tables and views, read-only PRAGMA functions and built-in functions can run here.',
+      { statementType: /\bpragma/i.test(text) ? 'PRAGMA' : 'AUTHORIZER' },
+    );
+  return new AppError(422, 'QUERY_FAILED', `The database rejected the statement: ${message}`, {
+    code: typeof err.code === 'string' ? err.code : 'UNKNOWN',
+  });
+}
+
+/** Every live child, killed when this process exits (a child inside a native SQLite loop cannot notice). */
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
 export function sqliteDriver(target: ConnectionTarget): Driver {
-  let worker: Worker | undefined;
+  let child: ChildProcess | undefined;
   let seq = 0;
   const pending = new Map<number, Pending>();
 
@@ -329,79 +288,103 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     pending.clear();
   };
 
-  const ensureWorker = () => {
-    if (worker) return worker;
-    const w = new Worker(WORKER_SOURCE, { eval: true });
-    w.unref();
-    w.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: Record<string, unknown> }) => {
+  const stop = (c: ChildProcess) => {
+    if (child === c) child = undefined;
+    children.delete(c);
+    // SIGKILL: a statement in SQLite's native loop never returns to JavaScript, so only the OS stops it.
+    c.kill('SIGKILL');
+  };
+
+  const ensureChild = () => {
+    if (child) return child;
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS; // no loaders or inspector flags of the parent
+    const c = spawn(process.execPath, ['--no-warnings', '-e', CHILD_SOURCE], {
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      serialization: 'advanced', // BigInt and Uint8Array values cross intact
+      env,
+    });
+    children.add(c);
+    c.unref();
+    (c.channel as { unref?: () => void } | undefined)?.unref?.();
+    c.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: Record<string, unknown> }) => {
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
       clearTimeout(p.timer);
+      if (pending.size === 0) (c.channel as { unref?: () => void } | undefined)?.unref?.();
       if (m.ok) p.resolve(m.result);
       else p.reject(Object.assign(new Error(String(m.error?.message)), m.error));
     });
-    w.on('error', (e) => {
-      if (worker === w) worker = undefined;
+    c.on('error', (e) => {
+      stop(c);
       failAll(e);
     });
-    w.on('exit', () => {
-      if (worker === w) worker = undefined;
-      failAll(new Error('The SQLite worker stopped.'));
+    c.on('exit', () => {
+      children.delete(c);
+      if (child === c) {
+        child = undefined;
+        failAll(new Error('The SQLite process stopped.'));
+      }
     });
-    worker = w;
-    return w;
+    child = c;
+    return c;
   };
 
   const call = <T>(msg: Record<string, unknown>, timeoutMs: number): Promise<T> =>
     new Promise<T>((resolvePromise, reject) => {
-      const w = ensureWorker();
+      const c = ensureChild();
       const id = ++seq;
       const p: Pending = { resolve: resolvePromise as (v: unknown) => void, reject };
       p.timer = setTimeout(() => {
         pending.delete(id);
         reject(new QueryTimeoutError(timeoutMs));
-        // The worker may be stuck in a long statement: stop it; the next call starts a fresh one.
-        if (worker === w) worker = undefined;
-        void w.terminate();
+        // The statement may still be running: kill the process (other calls on it fail and are retried
+        // by their callers; the next call starts a fresh one).
+        stop(c);
+        failAll(new QueryTimeoutError(timeoutMs));
       }, timeoutMs);
       pending.set(id, p);
-      w.postMessage({ ...msg, id });
+      (c.channel as { ref?: () => void } | undefined)?.ref?.();
+      c.send({ ...msg, id });
     });
 
   return {
     async ping() {
       const started = performance.now();
-      const path = await sqliteFilePath(target.database);
+      const path = await sqliteFilePath(target.database, target.orgId);
       const r = await call<{ v: string }>({ op: 'ping', path }, 15_000);
       return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: r?.v };
     },
 
     async introspect(): Promise<SchemaSnapshot> {
-      const path = await sqliteFilePath(target.database);
+      const path = await sqliteFilePath(target.database, target.orgId);
       return call<SchemaSnapshot>({ op: 'introspect', path }, 60_000);
     },
 
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
-      const path = await sqliteFilePath(target.database);
-      const msg = {
-        op: 'query',
-        path,
-        text,
-        params: opts.params ?? [],
-        maxRows: opts.maxRows,
-        maxBytes: opts.maxBytes,
-        readOnly: opts.readOnly !== false,
-      };
-      const run = opts.readOnly === false ? runInChild : call;
-      const r = await run<{
+      const path = await sqliteFilePath(target.database, target.orgId);
+      const r = await call<{
         columns: string[];
         rows: unknown[][];
         more: boolean;
         changes?: number;
         returning?: boolean;
-      }>(msg, opts.timeoutMs);
+      }>(
+        {
+          op: 'query',
+          path,
+          text,
+          params: opts.params ?? [],
+          maxRows: opts.maxRows,
+          maxBytes: opts.maxBytes,
+          readOnly: opts.readOnly !== false,
+        },
+        opts.timeoutMs,
+      ).catch((e) => {
+        throw statementError(e, text, opts.readOnly === false);
+      });
       const columns = uniqueColumns(r.columns);
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       for (const row of r.rows) if (!collector.add(rowOf(columns, row, { safeBigInts: true }))) break;
@@ -417,10 +400,9 @@ export function sqliteDriver(target: ConnectionTarget): Driver {
     },
 
     async close() {
-      const w = worker;
-      worker = undefined;
+      const c = child;
       failAll(new Error('The connection was closed.'));
-      await w?.terminate();
+      if (c) stop(c);
     },
   };
 }

@@ -5,6 +5,8 @@ export interface ConnectionTarget {
   /** Identifies the pool; a change of any field (or `version`) rebuilds it. */
   id: string;
   version: string;
+  /** The owning organization (SQLite sources are confined to its folder / S3 prefix). */
+  orgId?: string;
   type: DbType;
   host: string;
   port: number | null;

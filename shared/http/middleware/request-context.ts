@@ -4,6 +4,15 @@ import { config } from '../../platform/config';
 import { logger } from '../../platform/logger';
 import { type HttpRequest, headerOf, rememberRequest } from './state';
 
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/** A host name, IPv4 address or bracketed IPv6 address with an optional port; anything else is undefined. */
+export function validHost(value: string | undefined | null): string | undefined {
+  if (!value || value.length > 260) return undefined;
+  return HOST.test(value) ? value : undefined;
+}
+
 /** Assigns the request id, start time, client IP and public base URL. */
 export function requestContext(): MiddlewareObj {
   return {
@@ -11,9 +20,15 @@ export function requestContext(): MiddlewareObj {
       const req = request as unknown as HttpRequest;
       const e = req.event;
       const stage = e.requestContext?.stage ?? 'v1';
-      const host = headerOf(e, 'host') ?? e.requestContext?.domainName ?? 'localhost';
-      const proto = headerOf(e, 'x-forwarded-proto') ?? 'https';
-      const base = config().LOUPE_PUBLIC_URL ?? `${proto}://${host}/${stage}`;
+      // The Host and X-Forwarded-Proto headers are client input: used only when they are a plain host[:port]
+      // and http/https (they end up in WWW-Authenticate and in GET / links), else the gateway's own domain.
+      const host = validHost(headerOf(e, 'host')) ?? validHost(e.requestContext?.domainName) ?? 'localhost';
+      const proto =
+        (headerOf(e, 'x-forwarded-proto') ?? '').split(',')[0].trim().toLowerCase() === 'http'
+          ? 'http'
+          : 'https';
+      const base =
+        config().LOUPE_PUBLIC_URL ?? `${proto}://${host}/${/^[\w-]{1,64}$/.test(stage) ? stage : 'v1'}`;
       req.state = {
         requestId: randomUUID(),
         startedAt: Date.now(),

@@ -1,0 +1,144 @@
+/**
+ * A SQLite query that never ends, against the real local server (`npm start`'s entry point, spawned as
+ * a child process): 504 at the statement timeout, then the server's process tree back near idle within
+ * 2 s, then a clean stop on SIGTERM within 10 s.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { generateKey } from '../../shared/auth/key-material';
+import { freePort } from '../support/databases';
+
+const TICKS = 100; // USER_HZ on Linux
+
+/** CPU seconds used so far by a process and all its descendants (from /proc). */
+function treeCpuSeconds(root: number): number {
+  const stats = new Map<number, { ppid: number; cpu: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(entry), { ppid: Number(fields[1]), cpu: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  let total = 0;
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop() as number;
+    total += stats.get(pid)?.cpu ?? 0;
+    for (const [child, s] of stats) if (s.ppid === pid) stack.push(child);
+  }
+  return total / TICKS;
+}
+
+const cpuOver = async (pid: number, ms: number) => {
+  const a = treeCpuSeconds(pid);
+  await new Promise((r) => setTimeout(r, ms));
+  return (treeCpuSeconds(pid) - a) / (ms / 1000);
+};
+
+describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real local server', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'loupe-runaway-'));
+  let server: ChildProcess | undefined;
+  afterAll(() => {
+    server?.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('504, then CPU near idle within 2 s, then SIGTERM stops the server within 10 s', async () => {
+    const port = await freePort();
+    const key = generateKey();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      LOUPE_DATA_DIR: dataDir,
+      LOUPE_ADMIN_KEY: key,
+      LOUPE_DEMO_DATA: 'true',
+      LOUPE_LOG_LEVEL: 'SILENT',
+    };
+    delete env.VITEST;
+    delete env.NODE_OPTIONS;
+    server = spawn(process.execPath, ['--import', 'tsx', 'infra/local/server.ts'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const pid = server.pid as number;
+    let output = '';
+    server.stdout?.on('data', (d) => {
+      output += d;
+    });
+    server.stderr?.on('data', (d) => {
+      output += d;
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      server?.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const base = `http://127.0.0.1:${port}/v1`;
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+
+    // Ready when the demo connection is registered (the demo database is created on the first start).
+    let demoId: string | undefined;
+    for (let i = 0; i < 300 && !demoId; i++) {
+      try {
+        const r = await call('GET', '/connections');
+        if (r.ok) {
+          const list = (await r.json()) as { data: { id: string; name: string; isActive: boolean }[] };
+          demoId = list.data.find((c) => c.name === 'Demo SaaS (SQLite)' && c.isActive)?.id;
+        }
+      } catch {
+        // not listening yet
+      }
+      if (!demoId) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(demoId, output).toBeDefined();
+
+    const sql = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r';
+    const started = Date.now();
+    const answer = call('POST', `/connections/${demoId}/query`, { sql });
+    // While it runs, the query really burns a core (so the idle check below can fail).
+    // (On a machine shared with other work it gets less than a whole core, but clearly more than idle.)
+    await new Promise((r) => setTimeout(r, 1_000));
+    const busy = await cpuOver(pid, 2_000);
+    expect(busy).toBeGreaterThan(0.2);
+    const res = await answer;
+    expect(res.status).toBe(504);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('QUERY_TIMEOUT');
+    expect(Date.now() - started).toBeLessThan(40_000);
+
+    // Within 2 s of the answer the process tree is back near idle.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const idle = await cpuOver(pid, 1_000);
+    expect(idle).toBeLessThan(0.08);
+
+    // The server still answers, and SQLite works again (a fresh process).
+    const again = await call('POST', `/connections/${demoId}/query`, {
+      sql: 'SELECT count(*) AS n FROM plans',
+    });
+    expect(again.status).toBe(200);
+
+    // A new runaway query is running when SIGTERM arrives: the server still stops cleanly and quickly.
+    const pendingAnswer = call('POST', `/connections/${demoId}/query`, { sql }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const stopAt = Date.now();
+    server.kill('SIGTERM');
+    const result = await Promise.race([
+      exited,
+      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000)),
+    ]);
+    expect(result, output).toEqual({ code: 0, signal: null });
+    expect(Date.now() - stopAt).toBeLessThan(10_000);
+    await pendingAnswer;
+    // No SQLite process outlived the server.
+    expect(treeCpuSeconds(pid)).toBe(0);
+  }, 90_000);
+});
