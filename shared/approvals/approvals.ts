@@ -118,7 +118,7 @@ function assertWritable(conn: ConnectionRecord, c: Classification): void {
       c.statementType,
       `Connection "${conn.name}" is read-only (readOnly: true): this statement writes, so it cannot be submitted. An admin can set readOnly to false to allow approved writes.`,
     );
-  if (conn.type === 'SQLITE' && conn.database.startsWith('s3://'))
+  if (conn.type === 'SQLITE' && (conn.database.startsWith('s3://') || config().runtime === 'aws'))
     throw readOnlyViolation(
       c.statementType,
       'SQLite sources in S3 are read from a downloaded copy; a write would be lost, so it cannot be submitted.',

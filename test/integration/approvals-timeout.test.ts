@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { APPROVAL_MAX_RESULT_BYTES, runApproved } from '../../shared/approvals/execute';
 import { closeAllDrivers } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget, DbType } from '../../shared/connections/drivers/types';
+import { resetConfig } from '../../shared/platform/config';
 import type { AppError } from '../../shared/platform/errors';
 
 /**
@@ -22,8 +23,10 @@ const pgInfo = inject('postgres');
 const maria = inject('mariadb');
 
 describe('approved writes under the statement timeout', () => {
+  // SQLite sources live in the organization's folder under LOUPE_SQLITE_ROOT.
   const dir = mkdtempSync(join(tmpdir(), 'loupe-appr-to-'));
-  const file = join(dir, 't.sqlite');
+  const orgId = `org-${suffix}`;
+  const file = join(dir, orgId, 't.sqlite');
   let pgc: pg.Client;
   let my: mysql.Connection | undefined;
 
@@ -33,9 +36,10 @@ describe('approved writes under the statement timeout', () => {
         id: `to-lite-${suffix}`,
         version: '1',
         type,
+        orgId,
         host: '',
         port: null,
-        database: file,
+        database: 't.sqlite',
         username: '',
         password: '',
         sslEnabled: false,
@@ -66,6 +70,9 @@ describe('approved writes under the statement timeout', () => {
   };
 
   beforeAll(async () => {
+    process.env.LOUPE_SQLITE_ROOT = dir;
+    resetConfig();
+    mkdirSync(join(dir, orgId));
     pgc = new pg.Client({
       host: pgInfo.host,
       port: pgInfo.port,

@@ -8,6 +8,7 @@ import {
   createConnection,
   mariadbConnection,
   openTestDatabases,
+  placeSqlite,
   postgresConnection,
   type TestDatabases,
 } from '../support/connections';
@@ -95,7 +96,7 @@ describe('query approval with real databases', () => {
     rw.SQLITE = await createConnection(s, {
       name: 'lite-rw',
       type: 'SQLITE',
-      database: dbs.sqliteFile,
+      database: placeSqlite(s, dbs.sqliteFile),
       readOnly: false,
     });
     roPg = await createConnection(s, postgresConnection(pgInfo, { name: 'pg-ro' }));
