@@ -40,24 +40,42 @@ export function acknowledgeNagFindings(stack: LoupeStack): void {
     "AmazonAPIGatewayPushToCloudWatchLogs is AWS's documented policy for API Gateway's account-level logging role, needed for the stage's execution logs (APIG6).",
   );
 
-  ack(
-    stack.modelKey,
-    'SMG4',
-    'The secret holds a third-party model provider API key that Secrets Manager cannot rotate; the operator rotates it at the provider and puts the new value.',
-  );
+  if (stack.modelKey)
+    ack(
+      stack.modelKey,
+      'SMG4',
+      'The secret holds a third-party model provider API key that Secrets Manager cannot rotate; the operator rotates it at the provider and puts the new value.',
+    );
 
   const tableIndexes = `Resource::${arnOf(stack.table)}/index/*`;
   const schedules = `Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${stack.workers.scheduleGroupName}/*`;
-  for (const f of stack.functions.values()) {
+  for (const [name, f] of stack.functions) {
     ack(
       f.role,
       `IAM5[${tableIndexes}]`,
       "Queries on the table's global secondary indexes (gsi1 and any index added in shared/platform/db/table.ts); limited to this one table.",
     );
-    ack(
-      f.role,
-      `IAM5[${schedules}]`,
-      "Run-time schedules (workflow runs, one per workflow, generated names) are created, updated and deleted by the service; limited to the service's own schedule group.",
-    );
+    const def = f.entry.kind === 'http' ? f.entry.group : f.entry.worker;
+    if (def.needs?.includes('schedules'))
+      ack(
+        f.role,
+        `IAM5[${schedules}]`,
+        `${name} creates, updates and deletes run-time schedules with generated names (one per published workflow); limited to the service's own schedule group.`,
+      );
+    if (def.needs?.includes('sqlite'))
+      ack(
+        f.role,
+        'IAM5[Resource::arn:<AWS::Partition>:s3:::<sqliteBucket>/*/*]'.replace(
+          '<sqliteBucket>',
+          stack.sqliteBucket ?? '',
+        ),
+        `${name} reads SQLite databases stored at <bucket>/<orgId>/…; the code allows only the calling organization's prefix (an IAM policy cannot know the organization of a request).`,
+      );
+    if (f.inVpc)
+      ack(
+        f.role,
+        'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]',
+        "AWS's managed policy for the network interfaces Lambda creates to place a function in the VPC; CDK adds it whenever a function has a VPC.",
+      );
   }
 }

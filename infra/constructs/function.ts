@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -14,6 +15,10 @@ export interface LoupeFunctionProps {
   bundleRoot: string;
   environment: Record<string, string>;
   logRetention: logs.RetentionDays;
+  /** Reserved concurrency (deployment setting); none by default. */
+  reservedConcurrency?: number;
+  /** Runs in these subnets with these security groups. */
+  vpc?: { vpc: ec2.IVpc; subnets: ec2.ISubnet[]; securityGroups: ec2.ISecurityGroup[] };
 }
 
 /** Default timeout and memory when the manifest does not set them. */
@@ -31,10 +36,16 @@ export class LoupeFunction extends Construct {
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
   readonly timeoutSeconds: number;
+  /** The manifest entry it deploys. */
+  readonly entry: FunctionEntry;
+  /** Placed in the deployment's VPC. */
+  readonly inVpc: boolean;
 
   constructor(scope: Construct, id: string, props: LoupeFunctionProps) {
     super(scope, id);
     const { fn } = props;
+    this.entry = fn;
+    this.inVpc = !!props.vpc;
     const dir = bundleDirOf(props.bundleRoot, fn);
     if (!existsSync(join(dir, 'index.mjs')))
       throw new Error(`No bundle for ${fn.kind}/${fn.name} in ${props.bundleRoot}; run npm run build first.`);
@@ -61,6 +72,12 @@ export class LoupeFunction extends Construct {
         resources: [this.logGroup.logGroupArn],
       }),
     );
+    // Lambda creates network interfaces in the subnets with the function's own role; CDK adds this
+    // policy only to roles it creates itself.
+    if (props.vpc)
+      this.role.addManagedPolicy(
+        iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaVPCAccessExecutionRole'),
+      );
     this.function = new lambda.Function(this, 'Function', {
       functionName,
       runtime: lambda.Runtime.NODEJS_24_X,
@@ -74,6 +91,14 @@ export class LoupeFunction extends Construct {
       memorySize: def.memoryMb ?? DEFAULT_MEMORY_MB,
       environment: { ...runtimeEnvironment, ...props.environment },
       description: fn.kind === 'http' ? `Loupe HTTP group ${fn.name}` : `Loupe worker ${fn.name}`,
+      reservedConcurrentExecutions: props.reservedConcurrency,
+      ...(props.vpc
+        ? {
+            vpc: props.vpc.vpc,
+            vpcSubnets: { subnets: props.vpc.subnets },
+            securityGroups: props.vpc.securityGroups,
+          }
+        : {}),
     });
     // The role's policy must exist before the function runs (log writes on the first invocation).
     this.function.node.addDependency(this.role);

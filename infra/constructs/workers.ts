@@ -17,7 +17,12 @@ export interface WorkerFunction {
   timeoutSeconds: number;
   /** The function's ARN by its fixed name (no reference to the function resource). */
   arn: string;
+  /** Deployment override of the manifest's queue.maxConcurrency. */
+  maxConcurrency?: number;
 }
+
+/** Concurrent invocations per queue event source unless the manifest or the deployment says otherwise. */
+export const DEFAULT_MAX_CONCURRENCY = 10;
 
 /** A worker's queue pair, for grants and outputs. */
 export interface WorkerQueues {
@@ -68,6 +73,7 @@ export class LoupeWorkers extends Construct {
         new SqsEventSource(queue, {
           batchSize: q.batchSize,
           reportBatchItemFailures: true,
+          maxConcurrency: w.maxConcurrency ?? q.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
           // Lambda requires a batching window for batches above 10 messages.
           maxBatchingWindow: q.batchSize > 10 ? Duration.seconds(1) : undefined,
         }),

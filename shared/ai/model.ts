@@ -15,7 +15,7 @@ import { AppError, isAppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 import { recordUsage } from '../usage/record';
 import type { UsageFeature, UsageRecord } from '../usage/store';
-import type { AiProvider } from './provider';
+import { type AiProvider, forgetModelSecret } from './provider';
 
 export interface ToolCall {
   id: string;
@@ -169,12 +169,15 @@ export function providerError(e: unknown): AppError {
   if (e instanceof APIError) {
     const status = e.status ?? 0;
     const said = cleanProviderMessage(e.message);
-    if (status === 401 || status === 403)
+    if (status === 401 || status === 403) {
+      // A rotated or newly put key: the next call reads the secret again instead of waiting a minute.
+      forgetModelSecret();
       return new AppError(
         502,
         'AI_PROVIDER_ERROR',
         `The model provider rejected the configured API key (HTTP ${status}).`,
       );
+    }
     if (status === 404)
       return new AppError(
         502,

@@ -14,14 +14,18 @@ export interface AiProvider {
 const NO_KEY = 'not-needed';
 const SECRET_RECHECK_MS = 60_000;
 
-let secret: { arn: string; value: Promise<ModelSecret> } | undefined;
+let secret: { arn: string; value: Promise<ModelSecret>; readAt: number } | undefined;
 let built: { sig: string; provider: AiProvider } | undefined;
 
-/** The secret is read once per cold start (re-read at most once a minute while it is still empty). */
+/**
+ * The secret is read on first use and again once it is older than a minute, so a key put (or rotated)
+ * after deployment reaches warm instances within 60 s; after the provider rejects the key (401/403) it
+ * is re-read on the next call (forgetModelSecret).
+ */
 function cachedSecret(arn: string): Promise<ModelSecret> {
-  if (secret && secret.arn === arn) return secret.value;
+  if (secret && secret.arn === arn && Date.now() - secret.readAt < SECRET_RECHECK_MS) return secret.value;
   const value = readModelSecret(arn).catch((e) => {
-    secret = undefined;
+    if (secret?.value === value) secret = undefined;
     logger().error('Reading the model provider secret failed', { error: (e as Error).message });
     throw new AppError(
       503,
@@ -29,18 +33,13 @@ function cachedSecret(arn: string): Promise<ModelSecret> {
       'The model provider secret could not be read; try again shortly.',
     );
   });
-  secret = { arn, value };
-  value.then(
-    (v) => {
-      // An empty secret is re-read later, so that setting it takes effect without a redeploy.
-      if (!v.apiKey && !v.baseURL && secret?.value === value)
-        setTimeout(() => {
-          if (secret?.value === value) secret = undefined;
-        }, SECRET_RECHECK_MS).unref();
-    },
-    () => {},
-  );
+  secret = { arn, value, readAt: Date.now() };
   return value;
+}
+
+/** The provider rejected the key: read the secret again on the next call instead of within a minute. */
+export function forgetModelSecret(): void {
+  secret = undefined;
 }
 
 /**
@@ -84,7 +83,7 @@ export async function aiProvider(): Promise<AiProvider | null> {
 export function notConfiguredError(): AppError {
   const how =
     config().runtime === 'aws'
-      ? 'Store the API key in the Secrets Manager secret named by LOUPE_OPENAI_SECRET_ARN (aws secretsmanager put-secret-value --secret-id <arn> --secret-string <key>, or a JSON object with OPENAI_API_KEY, OPENAI_BASE_URL and LOUPE_MODEL); running functions pick it up within a minute.'
+      ? 'Store the API key in the Secrets Manager secret named by LOUPE_OPENAI_SECRET_ARN (aws secretsmanager put-secret-value --secret-id <arn> --secret-string <key>, or a JSON object with OPENAI_API_KEY, OPENAI_BASE_URL and LOUPE_MODEL); running functions pick it up within a minute, and at once after the provider rejects the old key.'
       : 'Set OPENAI_API_KEY (plus OPENAI_BASE_URL for any other OpenAI-compatible endpoint, and LOUPE_MODEL to choose the model) in the environment and restart Loupe.';
   return new AppError(503, 'AI_NOT_CONFIGURED', `No AI model provider is configured. ${how}`);
 }

@@ -25,7 +25,11 @@ export async function readModelSecret(arn: string, sm?: SecretsManagerClient): P
   );
 }
 
-const PLACEHOLDER = /^(|none|null|changeme|change-me|replace[-_ ]?me|placeholder|set[-_ ]?me|todo)$/i;
+/** The value the stack creates its secret with: "not configured" until the operator puts a key. */
+export const MODEL_SECRET_PLACEHOLDER = 'not-configured';
+
+const PLACEHOLDER =
+  /^(|none|null|not[-_ ]?configured|unset|changeme|change-me|replace[-_ ]?me|placeholder|set[-_ ]?me|todo)$/i;
 
 export function parseModelSecret(text: string): ModelSecret {
   const s = text.trim();

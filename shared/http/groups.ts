@@ -3,7 +3,9 @@
  * prefixes (the prefix itself and everything below it). The CDK stack and the local runtime both read
  * this list, so a path is served by the same handler in both.
  */
-export interface HttpGroup {
+import type { FunctionNeeds } from '../platform/needs';
+
+export interface HttpGroup extends FunctionNeeds {
   name: string;
   prefixes: string[];
   /** Streams responses (Lambda response streaming through the REST API). */
@@ -17,12 +19,39 @@ export const httpGroups: HttpGroup[] = [
   { name: 'discovery', prefixes: ['/', '/openapi.json', '/.well-known'] },
   { name: 'keys', prefixes: ['/keys', '/members'] },
   { name: 'usage', prefixes: ['/usage'] },
-  { name: 'chat', prefixes: ['/chat', '/conversations'], streaming: true, timeoutSeconds: 300 },
-  { name: 'connections', prefixes: ['/connections'], timeoutSeconds: 29 },
-  { name: 'dashboards', prefixes: ['/dashboards'], timeoutSeconds: 29 },
-  { name: 'saved-queries', prefixes: ['/saved-queries'], timeoutSeconds: 29 },
-  { name: 'metrics', prefixes: ['/metrics'], timeoutSeconds: 29 },
-  { name: 'approvals', prefixes: ['/queries', '/approval-rules'], timeoutSeconds: 29 },
+  {
+    name: 'chat',
+    prefixes: ['/chat', '/conversations'],
+    streaming: true,
+    timeoutSeconds: 300,
+    needs: ['decrypt', 'model', 'sqlite', 'databases', 'internet'],
+  },
+  {
+    name: 'connections',
+    prefixes: ['/connections'],
+    timeoutSeconds: 29,
+    needs: ['decrypt', 'encrypt', 'model', 'sqlite', 'databases', 'internet'],
+    enqueues: ['annotate'],
+  },
+  {
+    name: 'dashboards',
+    prefixes: ['/dashboards'],
+    timeoutSeconds: 29,
+    needs: ['decrypt', 'sqlite', 'databases'],
+  },
+  {
+    name: 'saved-queries',
+    prefixes: ['/saved-queries'],
+    timeoutSeconds: 29,
+    needs: ['decrypt', 'sqlite', 'databases'],
+  },
+  { name: 'metrics', prefixes: ['/metrics'], timeoutSeconds: 29, needs: ['decrypt', 'sqlite', 'databases'] },
+  {
+    name: 'approvals',
+    prefixes: ['/queries', '/approval-rules'],
+    timeoutSeconds: 29,
+    needs: ['decrypt', 'sqlite', 'databases'],
+  },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */

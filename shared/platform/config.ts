@@ -22,6 +22,11 @@ const Env = z.object({
   LOUPE_SCHEDULER_ROLE_ARN: z.string().optional(),
   LOUPE_WORKER_ARNS: z.string().optional(),
   LOUPE_PUBLIC_URL: z.string().url().optional(),
+  /** Path prefix of a custom domain's base path mapping, stripped before routing (e.g. `/loupe`). */
+  LOUPE_BASE_PATH: z
+    .string()
+    .regex(/^(\/[A-Za-z0-9._~-]+)+$/)
+    .optional(),
   LOUPE_ORG_RATE_LIMIT: z.coerce.number().int().positive().default(600),
   LOUPE_AI_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   LOUPE_DISCOVERY_RATE_LIMIT: z.coerce.number().int().positive().default(60),

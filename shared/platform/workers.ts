@@ -4,7 +4,9 @@
  * Promise<SQSBatchResponse>`; a scheduled worker is invoked by an EventBridge Scheduler schedule with
  * `payload` as its event. The CDK stack and the local runtime both read this list.
  */
-export interface WorkerDef {
+import type { FunctionNeeds } from './needs';
+
+export interface WorkerDef extends FunctionNeeds {
   name: string;
   queue?: {
     /** Seconds a received message stays invisible (also the function timeout bound). */
@@ -12,6 +14,11 @@ export interface WorkerDef {
     /** Receives before a message moves to the dead-letter queue. */
     maxReceiveCount: number;
     batchSize: number;
+    /**
+     * Most concurrent invocations the queue's event source starts (SQS maxConcurrency, 2-1000; default
+     * 10; the deployment context `maxConcurrency` overrides it per worker).
+     */
+    maxConcurrency?: number;
   };
   schedule?: {
     /** EventBridge Scheduler expression: `rate(5 minutes)` or `cron(…)`. */
@@ -27,16 +34,20 @@ export const workers: WorkerDef[] = [
     name: 'health-fanout',
     schedule: { expression: 'rate(5 minutes)', payload: { scheduledTime: '<aws.scheduler.scheduled-time>' } },
     timeoutSeconds: 60,
+    enqueues: ['health-check'],
   },
   {
     name: 'health-check',
-    queue: { visibilityTimeoutSeconds: 90, maxReceiveCount: 3, batchSize: 10 },
+    // At most 5 × 10 connections opened to customer databases at once by health checks.
+    queue: { visibilityTimeoutSeconds: 90, maxReceiveCount: 3, batchSize: 10, maxConcurrency: 5 },
     timeoutSeconds: 60,
+    needs: ['decrypt', 'sqlite', 'databases'],
   },
   {
     name: 'annotate',
-    queue: { visibilityTimeoutSeconds: 900, maxReceiveCount: 3, batchSize: 1 },
+    queue: { visibilityTimeoutSeconds: 900, maxReceiveCount: 3, batchSize: 1, maxConcurrency: 4 },
     timeoutSeconds: 840,
+    needs: ['decrypt', 'model', 'sqlite', 'databases', 'internet'],
   },
   { name: 'approval-expiry', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
 ];

@@ -12,6 +12,7 @@ import { resourcePaths, STAGE } from '../../infra/constructs/api';
 import { DEFAULT_TIMEOUT_SECONDS } from '../../infra/constructs/function';
 import { type FunctionEntry, functionEntries } from '../../infra/functions';
 import { LoupeStack } from '../../infra/stack';
+import { MODEL_SECRET_PLACEHOLDER, parseModelSecret } from '../../shared/ai/secret';
 import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
 import { mainTable } from '../../shared/platform/db/table';
 import type { WorkerDef } from '../../shared/platform/workers';
@@ -23,11 +24,14 @@ const streamGroup: HttpGroup = {
   prefixes: ['/fixture-stream'],
   streaming: true,
   timeoutSeconds: 300,
+  needs: ['decrypt', 'model', 'schedules', 'databases'],
+  enqueues: ['fixture-queue'],
 };
 const queueWorker: WorkerDef = {
   name: 'fixture-queue',
-  queue: { visibilityTimeoutSeconds: 45, maxReceiveCount: 4, batchSize: 20 },
+  queue: { visibilityTimeoutSeconds: 45, maxReceiveCount: 4, batchSize: 20, maxConcurrency: 3 },
   timeoutSeconds: 30,
+  needs: ['encrypt', 'decrypt', 'internet'],
 };
 const scheduledWorker: WorkerDef = {
   name: 'fixture-scheduled',
@@ -57,6 +61,12 @@ let template: Template;
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
 const resourcesOf = (type: string) => Object.entries(template.findResources(type)) as [string, Resource][];
+/** The statements of one function's own policy. */
+const statementsOf = (f: FunctionEntry): any[] => {
+  const role = stack.functions.get(`${f.kind}/${f.name}`)!.role;
+  const policy = template.toJSON().Resources[logicalId(role.node.findChild('DefaultPolicy') as never)];
+  return policy.Properties.PolicyDocument.Statement;
+};
 const logicalId = (c: { node: { defaultChild?: unknown } }) =>
   stack.getLogicalId(c.node.defaultChild as never);
 
@@ -154,16 +164,28 @@ describe('functions', () => {
     }
   });
 
-  it('grants functions only encrypt, decrypt and data-key generation with the KMS key', () => {
+  it('grants KMS only to functions that declare it: Decrypt and GenerateDataKey with an organization context, never Encrypt', () => {
     const keyId = logicalId(stack.key);
-    for (const [, policy] of resourcesOf('AWS::IAM::Policy')) {
-      for (const s of policy.Properties.PolicyDocument.Statement) {
-        const actions = [s.Action].flat() as string[];
-        if (!actions.some((a) => a.startsWith('kms:'))) continue;
-        expect(actions.sort()).toEqual(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']);
-        expect(s.Resource).toEqual({ 'Fn::GetAtt': [keyId, 'Arn'] });
+    for (const f of all) {
+      const def = f.kind === 'http' ? f.group : f.worker;
+      const kms = statementsOf(f).filter((s) => [s.Action].flat().some((a: string) => a.startsWith('kms:')));
+      const actions = kms.flatMap((s) => [s.Action].flat()).sort();
+      const wanted = [
+        ...(def.needs?.includes('decrypt') ? ['kms:Decrypt'] : []),
+        ...(def.needs?.includes('encrypt') ? ['kms:GenerateDataKey'] : []),
+      ].sort();
+      expect(actions, f.name).toEqual(wanted);
+      for (const st of kms) {
+        expect(st.Resource).toEqual({ 'Fn::GetAtt': [keyId, 'Arn'] });
+        expect(st.Condition).toEqual({ Null: { 'kms:EncryptionContext:orgId': 'false' } });
       }
     }
+    expect(JSON.stringify(template.toJSON())).not.toContain('kms:Encrypt"');
+  });
+
+  it("gives discovery's role the table and its own logs only: no KMS, secret, SQS or scheduler", () => {
+    const actions = statementsOf(all.find((f) => f.name === 'discovery')!).flatMap((s) => [s.Action].flat());
+    expect(actions.filter((a: string) => !a.startsWith('dynamodb:') && !a.startsWith('logs:'))).toEqual([]);
   });
 });
 
@@ -266,15 +288,21 @@ describe('data', () => {
     });
   });
 
-  it('creates the model key secret the functions may read', () => {
+  it('creates the model key secret holding the "not configured" placeholder, readable only by functions that call the model', () => {
     template.resourceCountIs('AWS::SecretsManager::Secret', 1);
-    const secretId = logicalId(stack.modelKey);
-    const reads = resourcesOf('AWS::IAM::Policy').filter(([, p]) =>
-      p.Properties.PolicyDocument.Statement.some(
-        (s: any) => s.Action === 'secretsmanager:GetSecretValue' && s.Resource?.Ref === secretId,
-      ),
-    );
-    expect(reads.length).toBe(all.length);
+    template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      SecretString: MODEL_SECRET_PLACEHOLDER,
+      GenerateSecretString: Match.absent(),
+    });
+    expect(parseModelSecret(MODEL_SECRET_PLACEHOLDER)).toEqual({});
+    const secretId = logicalId(stack.modelKey!);
+    for (const f of all) {
+      const def = f.kind === 'http' ? f.group : f.worker;
+      const reads = statementsOf(f).some(
+        (s) => s.Action === 'secretsmanager:GetSecretValue' && s.Resource?.Ref === secretId,
+      );
+      expect(reads, f.name).toBe(!!def.needs?.includes('model'));
+    }
   });
 });
 
@@ -322,14 +350,28 @@ describe('workers', () => {
     }
   });
 
-  it('lets every function enqueue to worker queues', () => {
-    const { queue } = stack.workers.queues.get(queueWorker.name)!;
-    const senders = resourcesOf('AWS::IAM::Policy').filter(([, p]) =>
-      p.Properties.PolicyDocument.Statement.some(
-        (s: any) => s.Action === 'sqs:SendMessage' && JSON.stringify(s.Resource).includes(logicalId(queue)),
-      ),
-    );
-    expect(senders.length).toBe(all.length);
+  it('lets a function send only to the queues it declares', () => {
+    for (const f of all) {
+      const def = f.kind === 'http' ? f.group : f.worker;
+      const sends = statementsOf(f).filter((s) => s.Action === 'sqs:SendMessage');
+      const wanted = (def.enqueues ?? []).map((n) => ({
+        'Fn::GetAtt': [logicalId(stack.workers.queues.get(n)!.queue), 'Arn'],
+      }));
+      expect(
+        sends.flatMap((s) => [s.Resource].flat()),
+        f.name,
+      ).toEqual(wanted);
+    }
+  });
+
+  it("bounds each queue's concurrency: the manifest's maxConcurrency or 10", () => {
+    for (const w of queueWorkers()) {
+      const { queue } = stack.workers.queues.get(w.name)!;
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: { 'Fn::GetAtt': [logicalId(queue), 'Arn'] },
+        ScalingConfig: { MaximumConcurrency: w.queue!.maxConcurrency ?? 10 },
+      });
+    }
   });
 
   it('schedules every scheduled worker through the scheduler group and role', () => {
@@ -359,14 +401,19 @@ describe('workers', () => {
     });
   });
 
-  it('lets functions manage run-time schedules and pass only the scheduler role', () => {
+  it('lets only functions that declare schedules manage run-time schedules and pass only the scheduler role', () => {
     const roleId = logicalId(stack.workers.schedulerRole);
-    for (const f of stack.functions.values()) {
-      const policy = template.toJSON().Resources[logicalId(f.role.node.findChild('DefaultPolicy') as never)];
-      const statements = policy.Properties.PolicyDocument.Statement as any[];
+    for (const f of all) {
+      const def = f.kind === 'http' ? f.group : f.worker;
+      const statements = statementsOf(f);
       const pass = statements.find((s) => s.Action === 'iam:PassRole');
-      expect(pass.Resource).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
       const sched = statements.find((s) => [s.Action].flat().includes('scheduler:CreateSchedule'));
+      if (!def.needs?.includes('schedules')) {
+        expect(pass, f.name).toBeUndefined();
+        expect(sched, f.name).toBeUndefined();
+        continue;
+      }
+      expect(pass.Resource).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
       expect([sched.Action].flat().sort()).toEqual([
         'scheduler:CreateSchedule',
         'scheduler:DeleteSchedule',

@@ -1,8 +1,10 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { APIError } from 'openai';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { providerError } from '../../shared/ai/model';
 import { aiProvider, notConfiguredError, requireAi, resetAiProvider } from '../../shared/ai/provider';
-import { parseModelSecret, readModelSecret } from '../../shared/ai/secret';
+import { MODEL_SECRET_PLACEHOLDER, parseModelSecret, readModelSecret } from '../../shared/ai/secret';
 import { resetConfig } from '../../shared/platform/config';
 
 const KEYS = [
@@ -131,5 +133,46 @@ describe('model provider configuration', () => {
     sm.on(GetSecretValueCommand).rejectsOnce(new Error('AccessDenied')).resolves({ SecretString: 'sk-ok' });
     await expect(aiProvider()).rejects.toMatchObject({ status: 503, code: 'AI_NOT_CONFIGURED' });
     expect((await aiProvider())?.client.apiKey).toBe('sk-ok');
+  });
+
+  it("in AWS: the stack's placeholder answers 503, a key put later is used within a minute", async () => {
+    setEnv({
+      LOUPE_RUNTIME: 'aws',
+      AWS_REGION: 'eu-west-1',
+      LOUPE_OPENAI_SECRET_ARN: 'arn:aws:secretsmanager:p',
+    });
+    expect(parseModelSecret(MODEL_SECRET_PLACEHOLDER)).toEqual({});
+    sm.on(GetSecretValueCommand).resolves({ SecretString: MODEL_SECRET_PLACEHOLDER });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      await expect(requireAi()).rejects.toMatchObject({ status: 503, code: 'AI_NOT_CONFIGURED' });
+      sm.on(GetSecretValueCommand).resolves({ SecretString: 'sk-put-later' });
+      vi.advanceTimersByTime(30_000);
+      await expect(requireAi()).rejects.toMatchObject({ status: 503 }); // cached for up to a minute
+      vi.advanceTimersByTime(31_000);
+      expect((await requireAi()).client.apiKey).toBe('sk-put-later');
+      // A rotated key is picked up within a minute as well, not only an empty one.
+      sm.on(GetSecretValueCommand).resolves({ SecretString: 'sk-rotated' });
+      vi.advanceTimersByTime(61_000);
+      expect((await requireAi()).client.apiKey).toBe('sk-rotated');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('in AWS: after the provider rejects the key (401) the secret is read again at once', async () => {
+    setEnv({
+      LOUPE_RUNTIME: 'aws',
+      AWS_REGION: 'eu-west-1',
+      LOUPE_OPENAI_SECRET_ARN: 'arn:aws:secretsmanager:q',
+    });
+    sm.on(GetSecretValueCommand).resolves({ SecretString: 'sk-old' });
+    expect((await requireAi()).client.apiKey).toBe('sk-old');
+    sm.on(GetSecretValueCommand).resolves({ SecretString: 'sk-new' });
+    expect((await requireAi()).client.apiKey).toBe('sk-old');
+    const err = providerError(new APIError(401, { message: 'bad key' }, 'bad key', new Headers()));
+    expect(err).toMatchObject({ status: 502, code: 'AI_PROVIDER_ERROR' });
+    expect((await requireAi()).client.apiKey).toBe('sk-new');
+    expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(2);
   });
 });

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { endpoint } from '../../shared/http/endpoint';
 import { httpHandler } from '../../shared/http/handler';
+import { routePath } from '../../shared/http/middleware/router';
 import { on } from '../../shared/http/route';
+import { resetConfig } from '../../shared/platform/config';
 import { AppError } from '../../shared/platform/errors';
 
 const event = (path: string, method = 'GET', body: string | null = null) =>
@@ -79,5 +81,38 @@ describe('the HTTP middleware stack', () => {
     };
     const ok = await handler(e, ctx);
     expect(JSON.parse(ok.body).data.n).toBe(3);
+  });
+});
+
+describe('routing under a custom domain base path', () => {
+  it('strips LOUPE_BASE_PATH before matching, and only as a whole path segment', async () => {
+    const before = process.env.LOUPE_BASE_PATH;
+    process.env.LOUPE_BASE_PATH = '/loupe';
+    resetConfig();
+    try {
+      const res = await handler(
+        event('/loupe/things/6f1c1d1e-8a55-4c52-9a11-1f0e2b9c7d31', 'POST', '{"n":2}'),
+        ctx,
+      );
+      expect(res.statusCode).toBe(201);
+      expect(JSON.parse(res.body).data).toEqual({ id: '6f1c1d1e-8a55-4c52-9a11-1f0e2b9c7d31', n: 2 });
+      // The same route without the base path (the stage URL) still answers.
+      expect((await handler(event('/teapot'), ctx)).statusCode).toBe(418);
+      expect((await handler(event('/loupe/teapot/'), ctx)).statusCode).toBe(418);
+      // A longer first segment is not the base path.
+      expect((await handler(event('/loupeteapot'), ctx)).statusCode).toBe(404);
+    } finally {
+      if (before === undefined) delete process.env.LOUPE_BASE_PATH;
+      else process.env.LOUPE_BASE_PATH = before;
+      resetConfig();
+    }
+  });
+
+  it('routePath keeps the root and trims trailing slashes', () => {
+    expect(routePath('/loupe', '/loupe')).toBe('/');
+    expect(routePath('/loupe/', '/loupe')).toBe('/');
+    expect(routePath('/a/b/', undefined)).toBe('/a/b');
+    expect(routePath('', '/x')).toBe('/');
+    expect(routePath('/api/loupe/keys', '/api/loupe')).toBe('/keys');
   });
 });

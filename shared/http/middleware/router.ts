@@ -1,4 +1,5 @@
 import type { MiddlewareObj } from '@middy/core';
+import { config } from '../../platform/config';
 import { AppError, notFound } from '../../platform/errors';
 import type { Route } from '../route';
 import type { HttpRequest } from './state';
@@ -8,7 +9,7 @@ export function router(routes: Route[]): MiddlewareObj {
   return {
     before: async (request) => {
       const req = request as unknown as HttpRequest;
-      const path = (req.event.path || '/').replace(/\/+$/, '') || '/';
+      const path = routePath(req.event.path, config().LOUPE_BASE_PATH);
       const method = req.event.httpMethod.toUpperCase();
       const allowed: string[] = [];
       for (const route of routes) {
@@ -43,4 +44,15 @@ function safeDecode(s: string): string {
   } catch {
     return s;
   }
+}
+
+/**
+ * The path the routes match: without a trailing slash and without the custom domain's base path
+ * (API Gateway passes `/loupe/connections` when a base path mapping `loupe` fronts the stage).
+ */
+export function routePath(eventPath: string | undefined, basePath: string | undefined): string {
+  let path = (eventPath || '/').replace(/\/+$/, '') || '/';
+  if (basePath && (path === basePath || path.startsWith(`${basePath}/`)))
+    path = path.slice(basePath.length) || '/';
+  return path;
 }
