@@ -1,3 +1,4 @@
+import { approvalEndpoints } from '../approvals/api';
 import { authEndpoints } from '../auth/api';
 import { chatEndpoints } from '../chat/api';
 import { connectionEndpoints } from '../connections/api';
@@ -20,4 +21,5 @@ export const allEndpoints: EndpointSpec[] = [
   ...dashboardEndpoints,
   ...savedQueryEndpoints,
   ...metricEndpoints,
+  ...approvalEndpoints,
 ];

@@ -46,6 +46,12 @@ export const httpGroups: HttpGroup[] = [
     needs: ['decrypt', 'sqlite', 'databases'],
   },
   { name: 'metrics', prefixes: ['/metrics'], timeoutSeconds: 29, needs: ['decrypt', 'sqlite', 'databases'] },
+  {
+    name: 'approvals',
+    prefixes: ['/queries', '/approval-rules'],
+    timeoutSeconds: 29,
+    needs: ['decrypt', 'sqlite', 'databases'],
+  },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */

@@ -70,6 +70,8 @@ const Env = z.object({
     .string()
     .refine(cidrList, 'a comma-separated list of CIDRs or addresses')
     .optional(),
+  /** Seconds a submitted query waits for approval before it expires (default 24 h). */
+  LOUPE_APPROVAL_TTL_SECONDS: z.coerce.number().int().positive().max(31_536_000).default(86_400),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

@@ -49,6 +49,7 @@ export const workers: WorkerDef[] = [
     timeoutSeconds: 840,
     needs: ['decrypt', 'model', 'sqlite', 'databases', 'internet'],
   },
+  { name: 'approval-expiry', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
 ];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);

@@ -17,7 +17,9 @@ export interface TdsColumn {
 export type TdsResponse =
   | { columns: TdsColumn[]; rows: unknown[][] }
   | { error: { number: number; message: string; class?: number } }
-  | { hang: true };
+  | { hang: true }
+  /** A statement without a result set that changed this many rows (DONE with DONE_COUNT). */
+  | { rowsAffected: number };
 
 export interface TdsRequest {
   kind: 'batch' | 'rpc' | 'transaction' | 'attention' | 'login';
@@ -274,6 +276,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
             ])
         : (status: number, count: number) => done(status, 0xc1, count);
       if (!r) return send(0x04, end(0, 0));
+      if ('rowsAffected' in r) return send(0x04, end(0x0010, r.rowsAffected));
       if ('error' in r)
         return send(
           0x04,

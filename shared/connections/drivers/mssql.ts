@@ -319,7 +319,8 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
             columns.forEach((c, i) => {
               obj[c] = normalizeMssqlValue(row[i], meta[i] ?? { name: c });
             });
-            if (!collector.add(obj)) {
+            // A write (OUTPUT) runs to its end so that it can commit; only the kept rows are capped.
+            if (!collector.add(obj) && readOnly) {
               stopped = true;
               req.cancel();
             }
@@ -347,6 +348,7 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
         rows: collector.rows,
         rowCount:
           !readOnly && columns.length === 0 && affected !== undefined ? affected : collector.rows.length,
+        ...(!readOnly ? { rowsAffected: affected ?? 0 } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(collector.truncated ? { truncated: true } : {}),
       };

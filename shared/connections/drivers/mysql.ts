@@ -148,6 +148,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       let columns: string[] = [];
       let affected: number | undefined;
+      let returned = 0;
       let reusable = false;
       try {
         await run(c, sessionSetup(await flavorOf(c), opts.timeoutMs));
@@ -171,7 +172,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
               affected = (row as { affectedRows?: number }).affectedRows;
               return;
             }
-            if (!collector.add(rowOf(columns, row))) {
+            returned++;
+            // A write (RETURNING) runs to its end so that it can commit; only the kept rows are capped.
+            if (!collector.add(rowOf(columns, row)) && readOnly) {
               settled = true;
               c.pause();
               resolve(true);
@@ -191,9 +194,10 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
           });
         });
         if (!stoppedEarly) {
-          // A read ends with the reset alone (it rolls the transaction back); a write commits first.
+          // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
+          // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
           if (!readOnly) await run(c, 'COMMIT');
-          reusable = true;
+          reusable = readOnly;
         }
       } catch (e) {
         if ((e as { code?: string }).code === 'PROTOCOL_SEQUENCE_TIMEOUT')
@@ -209,6 +213,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
         rows: collector.rows,
         rowCount:
           !readOnly && affected !== undefined && columns.length === 0 ? affected : collector.rows.length,
+        ...(!readOnly ? { rowsAffected: affected ?? returned } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(collector.truncated ? { truncated: true } : {}),
       };

@@ -253,10 +253,17 @@ export function postgresDriver(target: ConnectionTarget): Driver {
           } as pg.QueryConfig);
           columns = uniqueColumns((r.fields ?? []).map((f) => f.name));
           for (const row of (r.rows ?? []) as unknown[][]) if (!collector.add(rowOf(columns, row))) break;
-          if (!readOnly && r.command !== 'SELECT') rowCount = r.rowCount ?? 0;
+          if (!readOnly) rowCount = r.rowCount ?? 0;
         }
         if (readOnly) releaseAfter(c.query('ROLLBACK'));
-        else await c.query('COMMIT');
+        else {
+          await c.query('COMMIT');
+          // An approved statement may have changed the session (SET ROLE, set_config, session locks…):
+          // the client is closed rather than returned to the pool.
+          const discard = Promise.reject(new Error('discard the session after a write'));
+          discard.catch(() => {});
+          releaseAfter(discard);
+        }
         return { columns, collector, rowCount };
       }).catch((e) => {
         throw adjustPosition(
@@ -268,7 +275,9 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       return {
         columns,
         rows: collector.rows,
-        rowCount: result.rowCount ?? collector.rows.length,
+        rowCount:
+          columns.length === 0 && result.rowCount !== undefined ? result.rowCount : collector.rows.length,
+        ...(result.rowCount !== undefined ? { rowsAffected: result.rowCount } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(collector.truncated ? { truncated: true } : {}),
       };

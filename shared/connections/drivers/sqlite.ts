@@ -8,7 +8,11 @@
  * process (SIGKILL; terminating a worker thread cannot interrupt SQLite's native loop, the thread kept
  * a core busy), and a new one starts on the next call. Double-quoted string literals are enabled. Reads open the file read-only (`readOnly: true`), set `PRAGMA query_only`, and install
  * an authorizer that allows only reading tables, calling functions outside a denylist, recursive
- * CTEs and read-only pragmas: a write that slipped past the guard fails in SQLite itself.
+ * CTEs and read-only pragmas: a write that slipped past the guard fails in SQLite itself. Approved
+ * writes (`readOnly: false`) open the file for writing (never creating it) and run as BEGIN IMMEDIATE,
+ * the statement to its end, COMMIT (ROLLBACK on any failure; a child killed at the timeout takes its
+ * lock with it and leaves a journal that the next open rolls back), with an authorizer that refuses
+ * ATTACH/DETACH, transaction control, denied functions and setting pragmas.
  * Integers come back as numbers when they fit a double exactly, otherwise as strings; BLOBs as base64.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -44,10 +48,25 @@ function authorize(action, a1, a2) {
     default: return C.SQLITE_DENY;
   }
 }
+// Approved writes: everything but attaching files, transaction control (ours only), denied functions and
+// pragmas that change settings.
+let own = false;
+function authorizeWrite(action, a1, a2) {
+  switch (action) {
+    case C.SQLITE_ATTACH: case C.SQLITE_DETACH: return C.SQLITE_DENY;
+    case C.SQLITE_TRANSACTION: case C.SQLITE_SAVEPOINT: return own ? C.SQLITE_OK : C.SQLITE_DENY;
+    case C.SQLITE_FUNCTION: return DENIED_FUNCTIONS.has(String(a2).toLowerCase()) ? C.SQLITE_DENY : C.SQLITE_OK;
+    case C.SQLITE_PRAGMA: return authorize(action, a1, a2);
+    default: return C.SQLITE_OK;
+  }
+}
 function open(path, readOnly) {
   const key = path + '|' + readOnly;
   if (db && dbKey === key) return db;
   if (db) { try { db.close(); } catch {} db = undefined; }
+  // Opening for writing would create a missing file: refuse instead, as a read-only open does.
+  if (!readOnly && !require('node:fs').existsSync(path))
+    throw Object.assign(new Error('unable to open database file'), { errcode: 14, errstr: 'unable to open database file' });
   // Double-quoted string literals as the sqlite3 shell accepts them (WHERE name = "x"): an identifier
   // that exists still wins; only a name that is no column becomes a string.
   const d = new DatabaseSync(path, { readOnly, timeout: 5000, enableDoubleQuotedStringLiterals: true });
@@ -56,9 +75,41 @@ function open(path, readOnly) {
   if (readOnly) {
     d.exec('PRAGMA query_only = ON');
     d.setAuthorizer(authorize);
-  }
+  } else d.setAuthorizer(authorizeWrite);
   db = d; dbKey = key;
   return d;
+}
+function ownExec(d, sql) { own = true; try { d.exec(sql); } finally { own = false; } }
+/** One approved write: BEGIN IMMEDIATE, the statement run to its end, COMMIT; any failure rolls back. */
+function write(m) {
+  const d = open(m.path, false);
+  ownExec(d, 'BEGIN IMMEDIATE');
+  try {
+    const st = d.prepare(m.text);
+    st.setReadBigInts(true);
+    st.setReturnArrays(true);
+    const columns = st.columns().map((c) => c.name);
+    let out;
+    if (columns.length === 0) {
+      const r = st.run(...m.params);
+      out = { columns, rows: [], more: false, changes: Number(r.changes) };
+    } else {
+      const rows = []; let bytes = 0; let more = false; let count = 0;
+      for (const row of st.iterate(...m.params)) {
+        count++;
+        if (more || rows.length >= m.maxRows) { more = true; continue; }
+        for (const v of row) bytes += size(v);
+        rows.push(row);
+        if (bytes > m.maxBytes * 2 + 65536) more = true;
+      }
+      out = { columns, rows, more, changes: count, returning: true };
+    }
+    ownExec(d, 'COMMIT');
+    return out;
+  } catch (e) {
+    try { ownExec(d, 'ROLLBACK'); } catch {}
+    throw e;
+  }
 }
 function size(v) {
   if (v == null) return 4;
@@ -120,7 +171,7 @@ process.on('message', (m) => {
     let result;
     if (m.path) open(m.path, m.op === 'query' ? m.readOnly : true);
     phase = 'statement';
-    if (m.op === 'query') result = query(m);
+    if (m.op === 'query') result = m.readOnly ? query(m) : write(m);
     else if (m.op === 'introspect') result = introspect(m);
     else { const d = open(m.path, true); result = d.prepare('SELECT sqlite_version() AS v').get(); }
     process.send({ id: m.id, ok: true, result });
@@ -195,10 +246,17 @@ const FILE_ERRCODES = new Set([11, 14, 26]); // CORRUPT, CANTOPEN, NOTADB
  * (`pragma_journal_mode('wal')` fails with "unknown database 'wal'", which is no connection problem): a
  * refusal by the authorizer is 400 READ_ONLY_VIOLATION, anything else 422 QUERY_FAILED.
  */
-function statementError(e: unknown, text: string): unknown {
+function statementError(e: unknown, text: string, write = false): unknown {
   const err = e as { phase?: string; errcode?: number; code?: string; message?: string };
   if (err?.phase !== 'statement' || (err.errcode !== undefined && FILE_ERRCODES.has(err.errcode))) return e;
   const message = String(err.message ?? e);
+  if ((err.errcode === 23 || /not authorized/i.test(message)) && write)
+    return new AppError(
+      400,
+      'READ_ONLY_VIOLATION',
+      'SQLite refused this statement (not authorized): approved writes cannot attach databases, control the transaction, call file or extension functions, or change settings with PRAGMA.',
+      { statementType: /\bpragma/i.test(text) ? 'PRAGMA' : 'AUTHORIZER' },
+    );
   if (err.errcode === 23 || /not authorized/i.test(message))
     return new AppError(
       400,
@@ -320,7 +378,13 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
       const path = await sqliteFilePath(target.database, target.orgId);
-      const r = await call<{ columns: string[]; rows: unknown[][]; more: boolean; changes?: number }>(
+      const r = await call<{
+        columns: string[];
+        rows: unknown[][];
+        more: boolean;
+        changes?: number;
+        returning?: boolean;
+      }>(
         {
           op: 'query',
           path,
@@ -332,7 +396,7 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
         },
         opts.timeoutMs,
       ).catch((e) => {
-        throw statementError(e, text);
+        throw statementError(e, text, opts.readOnly === false);
       });
       const columns = uniqueColumns(r.columns);
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
@@ -341,7 +405,8 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
       return {
         columns,
         rows: collector.rows,
-        rowCount: r.changes ?? collector.rows.length,
+        rowCount: r.changes !== undefined && !r.returning ? r.changes : collector.rows.length,
+        ...(opts.readOnly === false ? { rowsAffected: r.changes ?? 0 } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(truncated ? { truncated: true } : {}),
       };

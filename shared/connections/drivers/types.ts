@@ -42,6 +42,8 @@ export interface QueryResult {
   rowCount: number;
   executionTime: number;
   truncated?: boolean;
+  /** Writes (`readOnly: false`) only: rows the statement inserted, updated or deleted. */
+  rowsAffected?: number;
 }
 
 export interface ColumnInfo {
