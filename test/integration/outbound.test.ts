@@ -264,7 +264,9 @@ describe('sendOutbound', () => {
     const dflt = await sendOutbound({ url: target.url, method: 'GET', timeoutMs: 5000 });
     expect(dflt.truncated).toBe(true);
     expect(dflt.body.length).toBe(64 * 1024);
-    target.setHandler((_req, res) => res.end('exact'));
+    target.setHandler((_req, res) => {
+      res.end('exact');
+    });
     const exact = await sendOutbound({
       url: target.url,
       method: 'GET',
@@ -288,7 +290,7 @@ describe('sendOutbound', () => {
 
   it('refuses header injection and framing headers before connecting', async () => {
     const before = target.connections;
-    for (const headers of [
+    const injections: Record<string, string>[] = [
       { 'X-A': 'v\r\nX-Injected: 1' },
       { 'X-A': 'v\n' },
       { 'X-A': 'v\u0000' },
@@ -296,7 +298,8 @@ describe('sendOutbound', () => {
       { Host: 'other.example.com' },
       { 'Content-Length': '5' },
       { 'Transfer-Encoding': 'chunked' },
-    ])
+    ];
+    for (const headers of injections)
       await expect(send(target.url, { headers }), JSON.stringify(headers)).rejects.toBeInstanceOf(
         OutboundRefused,
       );
@@ -314,7 +317,9 @@ describe('sendOutbound', () => {
       setEnv({ AWS_LAMBDA_FUNCTION_NAME: undefined });
     }
     expect(target.connections).toBe(before);
-    target.setHandler((_req, res) => res.end('ok'));
+    target.setHandler((_req, res) => {
+      res.end('ok');
+    });
     expect((await send(target.url)).status).toBe(200);
   });
 
