@@ -52,6 +52,7 @@ export const httpGroups: HttpGroup[] = [
     timeoutSeconds: 29,
     needs: ['decrypt', 'sqlite', 'databases'],
   },
+  { name: 'workflow-credentials', prefixes: ['/workflow-credentials'], needs: ['encrypt', 'decrypt'] },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */

@@ -53,7 +53,7 @@ const Env = z.object({
   LOUPE_MODEL: z.string().default('gpt-4o-mini'),
   LOUPE_OPENAI_SECRET_ARN: z.string().optional(),
   LOUPE_MODEL_PRICES: z.string().optional(),
-  LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
+  LOUPE_OUTBOUND_TEST_HOSTS: z.string().optional(),
   SMTP_URL: z.string().optional(),
   /** SQLite files: `<root>/<orgId>/…` locally (default `<LOUPE_DATA_DIR>/sqlite`). */
   LOUPE_SQLITE_ROOT: z.string().min(1).optional(),
