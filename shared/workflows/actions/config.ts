@@ -58,6 +58,7 @@ const MANAGED_HEADERS = new Set([
   'trailer',
   'expect',
   'proxy-connection',
+  'http2-settings',
 ]);
 
 /** Query parameters that look like secrets are refused in the URL: a credential carries secrets. */
@@ -80,8 +81,13 @@ const headerSchema = z.strictObject({
     }),
   value: z
     .string()
-    .max(LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`)
-    .refine(noLineBreaks, 'a header value may not contain CR, LF or NUL'),
+    .transform((v) => v.trim())
+    .refine((v) => v.length > 0, 'a header value is required')
+    .refine((v) => v.length <= LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`)
+    .refine(
+      (v) => !/[^\t\x20-\x7e\x80-\xff]/.test(v),
+      'a header value is printable Latin-1 text: no CR, LF, NUL, other control characters or characters above U+00FF',
+    ),
 });
 
 export const WebhookConfigSchema = z
