@@ -238,6 +238,12 @@ export const EmailConfigSchema = z
     critical: z.boolean('critical is a boolean').default(true),
   })
   .superRefine((c, ctx) => {
+    if (c.to.length + c.cc.length > LIMITS.recipients)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cc'],
+        message: `to and cc have at most ${LIMITS.recipients} addresses in all (the SES limit per message)`,
+      });
     for (const message of templateProblems(c.subject, { allowTable: false }))
       ctx.addIssue({ code: 'custom', path: ['subject'], message });
     for (const message of templateProblems(c.body, { allowTable: true }))
