@@ -248,6 +248,20 @@ describe('webhook delivery', () => {
     expect(finals(nf).map((a) => a.statusCode)).toEqual([404]);
   });
 
+  it('a redirect is not followed: the 3xx is the (failed) response, its Location stored without query', async () => {
+    receiver.requests.length = 0;
+    receiver.setHandler((_req, res) => {
+      res.writeHead(302, { location: '/moved/here?token=abc#x' });
+      res.end();
+    });
+    const attempts: ActionAttempt[] = [];
+    const out = await deliverAction(input(await config(), attempts));
+    expect(out.success).toBe(false);
+    expect(receiver.requests).toHaveLength(1);
+    expect(finals(attempts)).toHaveLength(1);
+    expect(JSON.parse(finals(attempts)[0].responseHeaders!).location).toBe(`${receiver.url}/moved/here`);
+  });
+
   it('a non-critical action reports critical: false when it fails', async () => {
     receiver.setHandler((_req, res) => {
       res.writeHead(503, { 'retry-after': '0' });

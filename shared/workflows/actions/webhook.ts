@@ -40,6 +40,15 @@ export function sanitizeUrl(url: string): string {
   }
 }
 
+/** A Location value (absolute or relative) resolved against the request URL. */
+function resolveUrl(value: string, base: string): string {
+  try {
+    return new URL(value, base).href;
+  } catch {
+    return value;
+  }
+}
+
 function defaultContentType(mode: WebhookActionConfig['bodyMode']): string | undefined {
   if (mode === 'JSON') return 'application/json; charset=utf-8';
   if (mode === 'FORM_URLENCODED') return 'application/x-www-form-urlencoded';
@@ -89,12 +98,16 @@ function retryAfterMs(value: string | undefined): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
-function storedHeaders(headers: Record<string, string>, redact: (t: string) => string): string | null {
+function storedHeaders(
+  headers: Record<string, string>,
+  redact: (t: string) => string,
+  base: string,
+): string | null {
   const kept: Record<string, string> = {};
   for (const name of STORED_RESPONSE_HEADERS) {
     const v = headers[name];
     if (v === undefined) continue;
-    const value = name === 'location' ? sanitizeUrl(v) : v;
+    const value = name === 'location' ? sanitizeUrl(resolveUrl(v, base)) : v;
     kept[name] = bound(redact(value), 256);
   }
   return Object.keys(kept).length ? JSON.stringify(kept) : null;
@@ -211,7 +224,7 @@ export async function deliverWebhook(input: DeliverInput, ctx: TemplateContext):
         status: ok ? 'SUCCESS' : 'FAILED',
         statusCode: res.status,
         durationMs: res.durationMs ?? Date.now() - t0,
-        responseHeaders: storedHeaders(res.headers, redact),
+        responseHeaders: storedHeaders(res.headers, redact, config.url),
         responseBody,
         error,
       });
