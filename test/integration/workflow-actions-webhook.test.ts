@@ -50,8 +50,9 @@ const steps: StepOutput[] = [
     rows: [
       { id: 1, customer: 'Ada "quotes" \\ back' },
       { id: 2, customer: '</script>\n\u2028日本' },
+      { id: 3, customer: "\u0000nul \ud800 lone {{run.id}} \r\n\t'single' 😀", extra: null },
     ],
-    rowCount: 2,
+    rowCount: 3,
   },
 ];
 
@@ -120,7 +121,7 @@ describe('webhook delivery', () => {
     expect(req.headers['x-team']).toBe('data');
     expect(req.headers['user-agent']).toBe('custom/1');
     expect(req.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(JSON.parse(req.body)).toEqual({ workflow: 'Orders "EU"', count: 2, rows: steps[0].rows });
+    expect(JSON.parse(req.body)).toEqual({ workflow: 'Orders "EU"', count: 3, rows: steps[0].rows });
 
     expect(attempts.map((a) => a.status)).toEqual(['RUNNING', 'SUCCESS']);
     const a = attempts[1];
@@ -183,7 +184,7 @@ describe('webhook delivery', () => {
     expect(p.get('name')).toBe('Orders "EU"');
     expect(JSON.parse(p.get('rows')!)).toEqual(steps[0].rows);
     expect(p.get('at')).toBe('2026-11-22T14:00:00.000Z');
-    expect([r.method, r.headers['content-type'], r.body]).toEqual(['PUT', 'text/csv', 'n,2\n']);
+    expect([r.method, r.headers['content-type'], r.body]).toEqual(['PUT', 'text/csv', 'n,3\n']);
     expect([g.method, g.body, g.headers['content-type']]).toEqual(['GET', '', undefined]);
     expect(finals(get)[0]).toMatchObject({
       status: 'SUCCESS',

@@ -127,6 +127,12 @@ describe('FORM_URLENCODED and RAW modes', () => {
     expect([...p.keys()]).toEqual(['name', 'rows', 'n']);
   });
 
+  it('a lone surrogate in a form value becomes U+FFFD instead of throwing', () => {
+    const c = ctx();
+    c.workflow.name = 'a\ud800b';
+    expect(new URLSearchParams(renderForm('n={{workflow.name}}', c)).get('n')).toBe('a\ufffdb');
+  });
+
   it('raw mode inserts text as it is', () => {
     expect(renderText('{{workflow.name}}|{{run.scheduledFor}}|{{query_2.columns}}', ctx())).toBe(
       `${ctx().workflow.name}||["x"]`,

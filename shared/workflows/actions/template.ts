@@ -152,7 +152,8 @@ export function renderForm(template: string, ctx: TemplateContext): string {
 
 export function formEncode(s: string): string {
   // encodeURIComponent leaves !'()*~ alone; the form encoding (WHATWG URLSearchParams) encodes them.
-  return encodeURIComponent(s)
+  // A lone surrogate cannot be UTF-8 encoded: it becomes U+FFFD instead of an URIError.
+  return encodeURIComponent(s.toWellFormed())
     .replace(/[!'()*~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
     .replace(/%20/g, '+');
 }
