@@ -173,6 +173,21 @@ describe('email actions', () => {
     expect(out.summary).toMatchObject({ type: 'EMAIL', transport: 'SMTP', success: true, recipients: 3 });
   });
 
+  it('SMTP: a value with CR/LF cannot add a header or a recipient', async () => {
+    useEnv({ SMTP_URL: `smtp://127.0.0.1:${smtpPort}` });
+    received.length = 0;
+    const attempts: ActionAttempt[] = [];
+    const i = input(await emailConfig({ subject: '{{workflow.name}} ({{query_1.row_count}})' }), attempts);
+    i.workflow = { id: 'wf1', name: 'Evil\r\nBcc: victim@evil.example\r\nX-Injected: 1\n\nbody' };
+    const out = await deliverAction(i);
+    expect(out.success).toBe(true);
+    expect(received[0].to).not.toContain('victim@evil.example');
+    const mail = await simpleParser(received[0].raw);
+    expect(mail.subject).toBe('Evil Bcc: victim@evil.example X-Injected: 1 body (2)');
+    expect(mail.bcc).toBeUndefined();
+    expect(mail.headers.has('x-injected')).toBe(false);
+  });
+
   it('SMTP: a rejected message is a failed attempt with the reply code', async () => {
     useEnv({ SMTP_URL: `smtp://127.0.0.1:${smtpPort}` });
     rejectNext = { code: 552, message: 'Message size exceeds fixed maximum message size' };
