@@ -8,7 +8,7 @@ import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resetConfig } from '../../shared/platform/config';
-import { resetMail } from '../../shared/platform/mail';
+import { mail, resetMail } from '../../shared/platform/mail';
 import { deliverAction, parseActionConfig } from '../../shared/workflows/actions';
 import type { EmailActionConfig } from '../../shared/workflows/actions/config';
 import type { ActionAttempt, DeliverInput, StepOutput } from '../../shared/workflows/actions/types';
@@ -205,6 +205,14 @@ describe('email actions', () => {
     expect(out.success).toBe(false);
     expect(attempts[1].status).toBe('FAILED');
     expect(attempts[1].error).toMatch(/SMTP send failed/);
+  });
+
+  it('the mail port follows the configuration: a reset configuration picks the new transport', () => {
+    useEnv({ SMTP_URL: `smtp://127.0.0.1:${smtpPort}` });
+    expect(mail().transport).toBe('SMTP');
+    delete process.env.SMTP_URL;
+    resetConfig(); // as the local runtime does at start; no resetMail
+    expect(mail().transport).toBe('OUTBOX');
   });
 
   it('without SMTP_URL the message is written to the .data/outbox folder as .eml', async () => {

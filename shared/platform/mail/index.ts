@@ -9,6 +9,8 @@ export type { Mail, MailAttachment, MailMessage, MailSent, MailTransport } from 
 export { MailFailed } from './port';
 
 let instance: Mail | undefined;
+/** The configuration the instance was built from: a new configuration (resetConfig) builds a new port. */
+let builtFrom: object | undefined;
 
 /** The From address: LOUPE_MAIL_FROM, else the SES identity when it is an address, else loupe@<domain identity>. */
 export function mailFrom(): string | undefined {
@@ -34,14 +36,15 @@ export function mailUnavailable(): string | undefined {
  * is set, else the outbox folder `<LOUPE_DATA_DIR>/outbox`.
  */
 export function mail(): Mail {
-  if (instance) return instance;
   const cfg = config();
+  if (instance && builtFrom === cfg) return instance;
   const problem = mailUnavailable();
   if (problem) throw new Error(problem);
   const from = mailFrom()!;
   if (cfg.runtime === 'aws') instance = new SesMail(cfg.LOUPE_SES_IDENTITY!, from);
   else if (cfg.SMTP_URL) instance = new SmtpMail(cfg.SMTP_URL, from);
   else instance = new OutboxMail(join(cfg.LOUPE_DATA_DIR, 'outbox'), from);
+  builtFrom = cfg;
   return instance;
 }
 
