@@ -115,8 +115,8 @@ export function placeholderValue(p: Placeholder, ctx: TemplateContext): unknown 
       if (!s) throw new TemplateStepMissing(p.step, ctx.steps.length);
       if (p.field === 'row_count') return s.rowCount;
       if (p.field === 'columns') return s.columns;
-      // rows (and table where a text value is needed): the rows as JSON values.
-      return JSON.parse(toJson(s.rows));
+      // rows (and table where a text value is needed): serialized by toJson where they are used.
+      return s.rows;
     }
   }
 }
