@@ -72,6 +72,11 @@ const Env = z.object({
     .optional(),
   /** Seconds a submitted query waits for approval before it expires (default 24 h). */
   LOUPE_APPROVAL_TTL_SECONDS: z.coerce.number().int().positive().max(31_536_000).default(86_400),
+  /** Verified SES identity (address, domain or identity ARN) that workflow email is sent from in AWS. */
+  LOUPE_SES_IDENTITY: z.string().min(1).optional(),
+  /** From address of workflow email (default: the SES identity, or loupe@localhost locally). */
+  LOUPE_MAIL_FROM: z
+    .regex(/^[^\s@<>,"]+@[^\s@<>,"]+$/, 'a plain email address')
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };
