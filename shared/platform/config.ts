@@ -34,6 +34,13 @@ const Env = z.object({
   LOUPE_MODEL_PRICES: z.string().optional(),
   LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
   SMTP_URL: z.string().optional(),
+  /** Verified SES identity (address, domain or identity ARN) that workflow email is sent from in AWS. */
+  LOUPE_SES_IDENTITY: z.string().min(1).optional(),
+  /** From address of workflow email (default: the SES identity, or loupe@localhost locally). */
+  LOUPE_MAIL_FROM: z
+    .string()
+    .regex(/^[^\s@<>,"]+@[^\s@<>,"]+$/, 'a plain email address')
+    .optional(),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };
