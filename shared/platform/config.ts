@@ -32,7 +32,7 @@ const Env = z.object({
   LOUPE_MODEL: z.string().default('gpt-4o-mini'),
   LOUPE_OPENAI_SECRET_ARN: z.string().optional(),
   LOUPE_MODEL_PRICES: z.string().optional(),
-  LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
+  LOUPE_OUTBOUND_TEST_HOSTS: z.string().optional(),
   SMTP_URL: z.string().optional(),
   /** Verified SES identity (address, domain or identity ARN) that workflow email is sent from in AWS. */
   LOUPE_SES_IDENTITY: z.string().min(1).optional(),
