@@ -180,6 +180,30 @@ describe('email rendering', () => {
   });
 });
 
+describe('email size', () => {
+  it('attachments over the limit fail with a clear error instead of a broken send', () => {
+    const big = 'x'.repeat(1024);
+    const c = ctx();
+    c.steps[0] = {
+      name: 'big',
+      columns: ['v'],
+      rows: Array.from({ length: 7 * 1024 }, () => ({ v: big })),
+      rowCount: 7 * 1024,
+    };
+    const cfg = {
+      to: ['a@example.com'],
+      cc: [],
+      subject: 's',
+      body: '',
+      attachCsv: true,
+      includeTable: false,
+      critical: true,
+    };
+    expect(() => buildEmail(cfg, c)).toThrow(/CSV attachments are 7\.0 MiB, over the 6 MiB email limit/);
+    expect(buildEmail({ ...cfg, attachCsv: false }, c).attachments).toEqual([]);
+  });
+});
+
 describe('CSV (RFC 4180)', () => {
   it('quotes, CRLF, formula injection and types', () => {
     const csv = toCsv(

@@ -58,6 +58,7 @@ const MANAGED_HEADERS = new Set([
   'trailer',
   'expect',
   'proxy-connection',
+  'http2-settings',
 ]);
 
 /** Query parameters that look like secrets are refused in the URL: a credential carries secrets. */
@@ -80,8 +81,13 @@ const headerSchema = z.strictObject({
     }),
   value: z
     .string()
-    .max(LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`)
-    .refine(noLineBreaks, 'a header value may not contain CR, LF or NUL'),
+    .transform((v) => v.trim())
+    .refine((v) => v.length > 0, 'a header value is required')
+    .refine((v) => v.length <= LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`)
+    .refine(
+      (v) => !/[^\t\x20-\x7e\x80-\xff]/.test(v),
+      'a header value is printable Latin-1 text: no CR, LF, NUL, other control characters or characters above U+00FF',
+    ),
 });
 
 export const WebhookConfigSchema = z
@@ -232,6 +238,12 @@ export const EmailConfigSchema = z
     critical: z.boolean('critical is a boolean').default(true),
   })
   .superRefine((c, ctx) => {
+    if (c.to.length + c.cc.length > LIMITS.recipients)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cc'],
+        message: `to and cc have at most ${LIMITS.recipients} addresses in all (the SES limit per message)`,
+      });
     for (const message of templateProblems(c.subject, { allowTable: false }))
       ctx.addIssue({ code: 'custom', path: ['subject'], message });
     for (const message of templateProblems(c.body, { allowTable: true }))

@@ -16,6 +16,8 @@ import {
 
 /** Rows shown per HTML table in an email (the CSV attachment has them all). */
 export const EMAIL_TABLE_ROWS = 100;
+/** CSV bytes per message (SES refuses messages over 10 MB; base64 adds a third). */
+export const MAX_ATTACHMENT_BYTES = 6 * 1024 * 1024;
 /** Characters shown per table cell. */
 const CELL_CHARS = 500;
 
@@ -177,6 +179,13 @@ export function buildEmail(config: EmailActionConfig, ctx: TemplateContext): Mai
         contentType: 'text/csv; charset=utf-8',
       }))
     : [];
+  const attachmentBytes = attachments.reduce((n, a) => n + Buffer.byteLength(a.content), 0);
+  if (attachmentBytes > MAX_ATTACHMENT_BYTES)
+    throw new Error(
+      `Not sent: the CSV attachments are ${(attachmentBytes / 1048576).toFixed(1)} MiB, over the ${
+        MAX_ATTACHMENT_BYTES / 1048576
+      } MiB email limit; limit the steps' rows or turn attachCsv off.`,
+    );
   return {
     to: config.to,
     cc: config.cc,
