@@ -41,6 +41,7 @@ const Env = z.object({
     .string()
     .regex(/^[^\s@<>,"]+@[^\s@<>,"]+$/, 'a plain email address')
     .optional(),
+  LOUPE_WORKFLOW_RUN_DEADLINE_MS: z.coerce.number().int().min(100).max(900_000).default(300_000),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

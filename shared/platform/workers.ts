@@ -38,6 +38,8 @@ export const workers: WorkerDef[] = [
     queue: { visibilityTimeoutSeconds: 900, maxReceiveCount: 3, batchSize: 1 },
     timeoutSeconds: 840,
   },
+  { name: 'workflow-runner', timeoutSeconds: 360 }, // the EventBridge Scheduler target of workflow schedules
+  { name: 'workflow-sweep', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
 ];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);
