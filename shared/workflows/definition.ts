@@ -138,11 +138,14 @@ export function parseTriggerConfig(raw: unknown) {
 
 export function assertDefinitionSize(d: Definition): void {
   const bytes = Buffer.byteLength(JSON.stringify(d), 'utf8');
-  if (bytes > MAX_DEFINITION_BYTES)
+  if (bytes > MAX_DEFINITION_BYTES) {
+    const actionBytes = Buffer.byteLength(JSON.stringify(d.actions), 'utf8');
+    const field = actionBytes * 2 > bytes ? 'body.actions' : 'body.steps';
     throw validationError(
-      `The workflow definition is ${bytes} bytes of JSON; at most ${MAX_DEFINITION_BYTES} fit (shorten the step queries).`,
-      { issues: [issue('body.steps', `definition larger than ${MAX_DEFINITION_BYTES} bytes`, 'too_big')] },
+      `The workflow definition is ${bytes} bytes of JSON; at most ${MAX_DEFINITION_BYTES} fit (shorten the ${field === 'body.actions' ? 'action templates' : 'step queries'}).`,
+      { issues: [issue(field, `definition larger than ${MAX_DEFINITION_BYTES} bytes`, 'too_big')] },
     );
+  }
 }
 
 /** A re-thrown AppError with `details.path` set (for checks that do not name the field themselves). */

@@ -168,6 +168,25 @@ describe('workflow runs delivering to a real HTTPS receiver', () => {
     expect(history.map((r: any) => r.trigger)).toEqual(['ACTION_TEST', 'ACTION_TEST']);
   });
 
+  it('a draft too large for one item is refused naming the actions', async () => {
+    const big = 'x'.repeat(90_000);
+    const r = await s.call('POST', '/workflows', {
+      body: {
+        name: 'big',
+        triggerType: 'MANUAL',
+        connectionId: conn,
+        steps: [{ query: `SELECT 1 AS a LIMIT 1` }],
+        actions: [0, 1, 2, 3].map((order) => ({
+          type: 'WEBHOOK',
+          order,
+          config: hook('/big', { bodyMode: 'RAW', bodyTemplate: big, contentType: 'text/plain' }),
+        })),
+      },
+    });
+    expect(r.status, r.text.slice(0, 300)).toBe(400);
+    expect(r.body.error.details.issues[0].path).toBe('body.actions');
+  });
+
   it('a published schedule delivers the published query to the receiver', async () => {
     const w = await workflow([{ type: 'WEBHOOK', order: 0, config: hook('/scheduled') }], {
       triggerType: 'SCHEDULE',
