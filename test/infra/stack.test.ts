@@ -375,6 +375,21 @@ describe('workers', () => {
       expect(JSON.stringify(sched.Resource)).toContain('schedule/LoupeTest-schedules/*');
     }
   });
+
+  it('lets EventBridge Scheduler invoke the workflow runner, and sweeps workflow runs every minute', () => {
+    const role =
+      template.toJSON().Resources[
+        logicalId(stack.workers.schedulerRole.node.findChild('DefaultPolicy') as never)
+      ];
+    const invoke = (role.Properties.PolicyDocument.Statement as any[]).find(
+      (s) => s.Action === 'lambda:InvokeFunction',
+    );
+    expect(JSON.stringify(invoke.Resource)).toContain(':function:LoupeTest-worker-workflow-runner"');
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      Name: 'system-workflow-sweep',
+      ScheduleExpression: 'rate(1 minute)',
+    });
+  });
 });
 
 describe('compliance', () => {
