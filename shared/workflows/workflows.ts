@@ -194,6 +194,8 @@ export async function updateWorkflow(ctx: AuthContext, id: string, input: Workfl
   const draft = changesDraft ? await nextDraft(ctx, w, input) : w.draft;
   const fields = changesDraft ? draftFields(draft) : undefined;
   const publishing = input.isActive === true;
+  const alreadyLive = !changesDraft && w.isActive && w.publishedDraftRevision === w.draftRevision;
+  if (publishing && alreadyLive) return workflowView(await publish(ctx, w)); // nothing new to check
   if (publishing) await assertPublishable(ctx, draft, input.acknowledgedWarnings ?? []);
 
   if (fields) {

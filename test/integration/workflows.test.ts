@@ -375,6 +375,10 @@ describe('workflows over HTTP with real PostgreSQL', () => {
     });
     expect(again.status, again.text).toBe(200);
     expect(again.body.data).toMatchObject({ publishedVersion: 2, publishedDraftRevision: 4, name: 'v2' });
+    // Publishing what is already live is a no-op (no warnings to acknowledge again, no new version).
+    const same = await patch(w.id, { isActive: true });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.data).toMatchObject({ publishedVersion: 2, isActive: true });
     // The first version is still stored as it was published.
     const v1 = await db.get(`ORG#${s.app.orgId}#WF#${w.id}`, 'PUB#000000000001');
     expect((v1 as any).definition.name).toBe(w.name);
