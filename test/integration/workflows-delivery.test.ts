@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { db } from '../../shared/platform/db/store';
+import { workflowStore } from '../../shared/workflows/store';
 import { createConnection, postgresConnection } from '../support/connections';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
 import { startTestServer, type TestServer } from '../support/server';
@@ -166,6 +167,19 @@ describe('workflow runs delivering to a real HTTPS receiver', () => {
     expect(bad.body.error.details.run.actionAttempts[0]).toMatchObject({ statusCode: 400, status: 'FAILED' });
     const history = (await s.call('GET', `/workflows/${w.id}/runs`)).body.data;
     expect(history.map((r: any) => r.trigger)).toEqual(['ACTION_TEST', 'ACTION_TEST']);
+  });
+
+  it('finds the workflows whose draft references a credential (one Query with a filter)', async () => {
+    const cred = '00000000-0000-4000-8000-00000000c0de';
+    const w = await workflow([{ type: 'WEBHOOK', order: 0, config: hook('/c', { credentialId: cred }) }]);
+    expect(await workflowStore.referencingCredential(s.app.orgId, cred)).toEqual([w.id]);
+    expect(
+      await workflowStore.referencingCredential(s.app.orgId, '00000000-0000-4000-8000-000000000000'),
+    ).toEqual([]);
+    await s.call('PATCH', `/workflows/${w.id}`, {
+      body: { expectedDraftRevision: 1, actions: [{ type: 'WEBHOOK', config: hook('/c') }] },
+    });
+    expect(await workflowStore.referencingCredential(s.app.orgId, cred)).toEqual([]);
   });
 
   it('a draft too large for one item is refused naming the actions', async () => {
