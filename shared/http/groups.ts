@@ -23,6 +23,7 @@ export const httpGroups: HttpGroup[] = [
   { name: 'saved-queries', prefixes: ['/saved-queries'], timeoutSeconds: 29 },
   { name: 'metrics', prefixes: ['/metrics'], timeoutSeconds: 29 },
   { name: 'workflows', prefixes: ['/workflows'], timeoutSeconds: 360 },
+  { name: 'workflow-credentials', prefixes: ['/workflow-credentials'] },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */
