@@ -182,6 +182,63 @@ describe('workflow runs delivering to a real HTTPS receiver', () => {
     expect(await workflowStore.referencingCredential(s.app.orgId, cred)).toEqual([]);
   });
 
+  it('publishing refuses a webhook whose credential does not exist (400 naming the action)', async () => {
+    const w = await workflow([
+      {
+        type: 'WEBHOOK',
+        order: 0,
+        config: hook('/cred', { credentialId: '00000000-0000-4000-8000-000000000001' }),
+      },
+    ]);
+    const r = await s.call('PATCH', `/workflows/${w.id}`, { body: { isActive: true } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.code).toBe('VALIDATION_ERROR');
+    expect(r.body.error.details.issues.map((i: any) => i.path)).toContain('actions.0.config');
+    expect((await s.call('GET', `/workflows/${w.id}`)).body.data.isActive).toBe(false);
+  });
+
+  it('a credential referenced by a draft or an active published version cannot be deleted (409 IN_USE); its header is sent but never stored', async () => {
+    const token = `tok-${suffix}-${randomBytes(8).toString('hex')}`;
+    const c = await s.call('POST', '/workflow-credentials', {
+      body: { name: `bearer-${suffix}`, kind: 'BEARER', allowedHosts: [rx.hostname], config: { token } },
+    });
+    expect(c.status, c.text).toBe(201);
+    const cred = c.body.data.id;
+    const w = await workflow(
+      [{ type: 'WEBHOOK', order: 0, config: hook('/authed', { credentialId: cred }) }],
+      {
+        steps: [{ query: `SELECT id FROM ${T} LIMIT 1`, stopIfEmpty: true }],
+      },
+    );
+    const inUse = await s.call('DELETE', `/workflow-credentials/${cred}`);
+    expect(inUse.status, inUse.text).toBe(409);
+    expect(inUse.body.error.code).toBe('IN_USE');
+
+    const run = (await s.call('POST', `/workflows/${w.id}/run`)).body.data;
+    expect(run.status, run.error).toBe('SUCCESS');
+    const [req] = received('/authed');
+    expect(req.headers.authorization).toBe(`Bearer ${token}`);
+    const stored = JSON.stringify((await s.call('GET', `/workflows/${w.id}/runs`)).body);
+    expect(stored).not.toContain(token);
+    expect(JSON.stringify(await db.query({ pk: `ORG#${s.app.orgId}#WF#${w.id}` }))).not.toContain(token);
+
+    // Published and active, with the draft no longer using it: still in use.
+    const warned = await s.call('PATCH', `/workflows/${w.id}`, { body: { isActive: true } });
+    expect(warned.status, warned.text).toBe(422);
+    const pub = await s.call('PATCH', `/workflows/${w.id}`, {
+      body: { isActive: true, acknowledgedWarnings: warned.body.error.details.warnings },
+    });
+    expect(pub.status, pub.text).toBe(200);
+    await s.call('PATCH', `/workflows/${w.id}`, {
+      body: { expectedDraftRevision: 1, actions: [{ type: 'WEBHOOK', config: hook('/authed') }] },
+    });
+    expect((await s.call('DELETE', `/workflow-credentials/${cred}`)).status).toBe(409);
+    // Deactivated: nothing references it any more.
+    await s.call('PATCH', `/workflows/${w.id}`, { body: { isActive: false } });
+    const ok = await s.call('DELETE', `/workflow-credentials/${cred}`);
+    expect(ok.status, ok.text).toBe(200);
+  });
+
   it('a draft too large for one item is refused naming the actions', async () => {
     const big = 'x'.repeat(90_000);
     const r = await s.call('POST', '/workflows', {
