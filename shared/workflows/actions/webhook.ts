@@ -159,7 +159,8 @@ export async function deliverWebhook(input: DeliverInput, ctx: TemplateContext):
   try {
     body = renderWebhookBody(config, ctx);
     headers = { 'user-agent': USER_AGENT };
-    for (const h of config.headers) headers[h.name] = h.value;
+    // Names are lower-cased: one entry per header (an inline User-Agent replaces Loupe's).
+    for (const h of config.headers) headers[h.name.toLowerCase()] = h.value;
     const ct = config.contentType ?? defaultContentType(config.bodyMode);
     if (body !== undefined && ct) headers['content-type'] = ct;
     if (config.credentialId) {
