@@ -182,12 +182,21 @@ export const workflowStore = {
     return w;
   },
 
-  /** Stores a published version (idempotent: the key is the draft revision, whose content is fixed). */
-  async putVersion(orgId: string, v: PublishedVersion): Promise<void> {
-    await db.put(
-      { pk: wfPk(orgId, v.workflowId), sk: pubSk(v.draftRevision), type: 'workflow-version', ...v },
-      { condition: 'attribute_not_exists(pk) OR version = :v', values: { ':v': v.version } },
-    );
+  /**
+   * Stores a published version once: the key is the draft revision, whose content is fixed, so an
+   * existing item (a reactivation, or a publish that was cut off before its commit) is kept as it is.
+   * False only when that item carries another version number (a concurrent publish: retry).
+   */
+  async putVersion(orgId: string, v: PublishedVersion): Promise<boolean> {
+    const item = {
+      pk: wfPk(orgId, v.workflowId),
+      sk: pubSk(v.draftRevision),
+      type: 'workflow-version',
+      ...v,
+    };
+    if (await db.put(item, { ifAbsent: true })) return true;
+    const existing = await db.get(item.pk, item.sk);
+    return existing?.version === v.version;
   },
 
   async getVersion(orgId: string, workflowId: string, draftRevision: number) {

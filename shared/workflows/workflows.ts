@@ -244,7 +244,7 @@ async function publish(ctx: AuthContext, w: WorkflowRecord): Promise<WorkflowRec
   }
   const version = same ? w.publishedVersion! : (w.publishedVersion ?? 0) + 1;
   const publishedAt = same && w.publishedAt ? w.publishedAt : nowIso();
-  await workflowStore.putVersion(ctx.orgId, {
+  const stored = await workflowStore.putVersion(ctx.orgId, {
     workflowId: w.id,
     version,
     draftRevision: w.draftRevision,
@@ -252,6 +252,7 @@ async function publish(ctx: AuthContext, w: WorkflowRecord): Promise<WorkflowRec
     publishedAt,
     publishedBy: ctx.userId,
   });
+  if (!stored) throw revisionConflict(w.draftRevision);
   const committed = await workflowStore.commitPublish(
     ctx.orgId,
     w.id,

@@ -385,6 +385,16 @@ describe('workflows over HTTP with real PostgreSQL', () => {
     expect((v1 as any).version).toBe(1);
     const off = await patch(w.id, { isActive: false });
     expect(off.body.data).toMatchObject({ isActive: false, publishedVersion: 2 });
+    // Reactivating the unchanged draft reuses version 2 (same publishedAt, the stored version untouched).
+    const v2 = await db.get(`ORG#${s.app.orgId}#WF#${w.id}`, 'PUB#000000000004');
+    const on = await patch(w.id, { isActive: true, acknowledgedWarnings: warnings });
+    expect(on.status, on.text).toBe(200);
+    expect(on.body.data).toMatchObject({
+      isActive: true,
+      publishedVersion: 2,
+      publishedAt: again.body.data.publishedAt,
+    });
+    expect(await db.get(`ORG#${s.app.orgId}#WF#${w.id}`, 'PUB#000000000004')).toEqual(v2);
   });
 
   it('publishing errors are 400 (SCHEDULE without triggerConfig), before anything changes', async () => {
