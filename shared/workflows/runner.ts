@@ -273,8 +273,8 @@ export async function executeRun(req: RunRequest) {
     error,
     completedAt: new Date(completed).toISOString(),
   });
-  if (finished) await recordRunEvents(finished);
-  return runView(w.orgId, w.id, sequence);
+  const [view] = await Promise.all([runView(w.orgId, w.id, sequence), finished && recordRunEvents(finished)]);
+  return view;
 }
 
 /** `workflow.run.completed` for every terminal run, plus `workflow.run.failed` for FAILED or TIMED_OUT. */
