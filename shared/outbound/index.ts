@@ -237,6 +237,7 @@ export async function sendOutbound(req: OutboundRequest): Promise<OutboundRespon
 
   return new Promise<OutboundResponse>((resolve, reject) => {
     let settled = false;
+    let totalTimer: NodeJS.Timeout | undefined;
     const finish = (fn: () => void) => {
       if (settled) return;
       settled = true;
@@ -298,7 +299,7 @@ export async function sendOutbound(req: OutboundRequest): Promise<OutboundRespon
       },
     );
     const remaining = Math.max(1, deadline - performance.now());
-    const totalTimer = setTimeout(() => {
+    totalTimer = setTimeout(() => {
       finish(() => reject(timedOut()));
       request.destroy();
     }, remaining);

@@ -223,6 +223,8 @@ describe('sendOutbound', () => {
     expect(res.durationMs).toBeGreaterThanOrEqual(0);
     const got = target.requests.at(-1)!;
     expect(got.headers.host).toBe(target.hostname);
+    // The system resolver does not know the receiver's name: the socket went to the pinned address.
+    await expect(lookup(target.hostname)).rejects.toThrow();
     expect(got.headers['content-length']).toBe('9');
   });
 

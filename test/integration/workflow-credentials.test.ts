@@ -326,6 +326,9 @@ describe('workflow credentials', () => {
         { ...base, kind: 'BEARER', config: { username: 'u', password: injected } },
         'body.config.token',
       ],
+      ['unknown config field', { ...base, config: { token: 'abc', tokn: injected } }, 'body.config'],
+      ['config not an object', { ...base, config: injected }, 'body.config'],
+      ['hosts not an array', { ...base, allowedHosts: 'ok.example.com' }, 'body.allowedHosts'],
     ];
     for (const [label, body, path] of cases) {
       const r = await create(body);
@@ -344,6 +347,34 @@ describe('workflow credentials', () => {
     const patchBad = await call('PATCH', `/workflow-credentials/${one}`, { body: { name: 'x' } });
     expect(patchBad.status).toBe(400);
     expect(patchBad.body.error.details.issues[0].path).toBe('body.config');
+  });
+
+  it('lets exactly one of concurrent creates with one name win, and serializes concurrent rotations', async () => {
+    const tokens = Array.from({ length: 6 }, () => secret('race'));
+    const creates = await Promise.all(
+      tokens.map((token) =>
+        create({ name: 'Race', kind: 'BEARER', allowedHosts: [receiver.hostname], config: { token } }),
+      ),
+    );
+    expect(creates.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    const id = creates.find((r) => r.status === 201)!.body.data.id;
+    const listed = (await call('GET', '/workflow-credentials?pageSize=100')).body.data.filter(
+      (c: { name: string }) => c.name === 'Race',
+    );
+    expect(listed).toHaveLength(1);
+
+    const rotations = Array.from({ length: 5 }, () => secret('rot'));
+    const results = await Promise.all(
+      rotations.map((token) => call('PATCH', `/workflow-credentials/${id}`, { body: { config: { token } } })),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.every((st) => st === 200 || st === 409)).toBe(true);
+    expect(statuses).toContain(200);
+    for (const r of results.filter((x) => x.status === 409)) expect(r.body.error.code).toBe('CONFLICT');
+    // What is stored is one of the rotations that answered 200.
+    const winners = rotations.filter((_, i) => statuses[i] === 200);
+    const applied = await applyCredential(app.orgId, id, receiver.url, {});
+    expect(winners.map((t) => `Bearer ${t}`)).toContain(applied.headers.authorization);
   });
 
   it('requires the workflow_credentials scope and an admin; other organizations get 404', async () => {
