@@ -3,6 +3,7 @@
  * workflows module (CRUD, runs, schedules) calls only what this file exports.
  */
 
+import { getCredentialMeta } from '../../credentials/store';
 import { checkDestination, checkUrl } from '../../outbound';
 import { config as appConfig } from '../../platform/config';
 import { validationError } from '../../platform/errors';
@@ -16,7 +17,6 @@ import {
   type WebhookActionConfig,
   WebhookConfigSchema,
 } from './config';
-import { getCredentialMeta } from './credentials';
 import { deliverEmail } from './email-delivery';
 import { highestStep, renderJson, sampleContext, type TemplateContext } from './template';
 import type { ActionConfig, ActionType, DeliverInput, DeliverOutcome } from './types';

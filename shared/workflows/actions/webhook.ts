@@ -1,9 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { applyCredential } from '../../credentials/apply';
 import { OutboundFailed, OutboundRefused, sendOutbound } from '../../outbound';
 import { newId, nowIso } from '../../platform/ids';
 import type { WebhookActionConfig } from './config';
-import { applyCredential } from './credentials';
 import { renderForm, renderJson, renderText, type TemplateContext, toJson } from './template';
 import type { ActionAttempt, DeliverInput, DeliverOutcome } from './types';
 import { bound, MIN_ATTEMPT_MS, STORED_ERROR_CHARS } from './util';
