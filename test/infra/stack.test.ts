@@ -68,7 +68,7 @@ beforeAll(async () => {
   await bundleFunctions(all, bundleRoot);
   stack = new LoupeStack(new App(), 'LoupeTest', { bundleRoot, functions: all });
   template = Template.fromStack(stack);
-});
+}, 600_000); // bundling every function takes minutes on a loaded 2-core machine
 
 afterAll(() => {
   httpGroups.splice(httpGroups.indexOf(streamGroup), 1);
