@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { handler as runnerWorker } from '../../functions/workers/workflow-runner';
 import { startLocalStore } from '../../infra/local/store';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { config, resetConfig } from '../../shared/platform/config';
@@ -8,7 +9,7 @@ import { resetDocumentClient } from '../../shared/platform/db/client';
 import { db } from '../../shared/platform/db/store';
 import { listEvents } from '../../shared/platform/events';
 import { LocalScheduler } from '../../shared/platform/scheduler/local';
-import { runScheduled, sweepStaleRuns } from '../../shared/workflows/runner';
+import { sweepStaleRuns } from '../../shared/workflows/runner';
 import { runStore } from '../../shared/workflows/store';
 import { createConnection, postgresConnection } from '../support/connections';
 import { freePort } from '../support/databases';
@@ -585,13 +586,13 @@ describe('workflows over HTTP with real PostgreSQL', () => {
     // The same due time delivered again (schedulers deliver at least once) makes no second run.
     const payload = JSON.parse(stored!.input);
     const again = await Promise.all([
-      runScheduled({ ...payload, scheduledTime: new Date(due).toISOString() }),
-      runScheduled({ ...payload, scheduledTime: new Date(due).toISOString() }),
+      runnerWorker({ ...payload, scheduledTime: new Date(due).toISOString() }),
+      runnerWorker({ ...payload, scheduledTime: new Date(due).toISOString() }),
     ]);
     expect(again).toEqual([{ skipped: 'duplicate' }, { skipped: 'duplicate' }]);
     const twice = await Promise.all([
-      runScheduled({ ...payload, scheduledTime: '2030-01-01T06:30:00Z' }),
-      runScheduled({ ...payload, scheduledTime: '2030-01-01T06:30:12Z' }),
+      runnerWorker({ ...payload, scheduledTime: '2030-01-01T06:30:00Z' }),
+      runnerWorker({ ...payload, scheduledTime: '2030-01-01T06:30:12Z' }),
     ]);
     expect(twice.filter((r) => 'runId' in r)).toHaveLength(1);
     expect(twice.filter((r) => 'skipped' in r)).toEqual([{ skipped: 'duplicate' }]);
@@ -600,7 +601,7 @@ describe('workflows over HTTP with real PostgreSQL', () => {
     // Deactivated: the schedule is gone and a late delivery runs nothing.
     await patch(w.id, { isActive: false });
     expect(await sched.get(`wf-${w.id}`)).toBeUndefined();
-    expect(await runScheduled({ ...payload, scheduledTime: '2030-01-02T06:30:00Z' })).toEqual({
+    expect(await runnerWorker({ ...payload, scheduledTime: '2030-01-02T06:30:00Z' })).toEqual({
       skipped: 'inactive',
     });
   });
