@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { db } from '../../shared/platform/db/store';
@@ -237,6 +239,31 @@ describe('workflow runs delivering to a real HTTPS receiver', () => {
     await s.call('PATCH', `/workflows/${w.id}`, { body: { isActive: false } });
     const ok = await s.call('DELETE', `/workflow-credentials/${cred}`);
     expect(ok.status, ok.text).toBe(200);
+  });
+
+  it('an email action in a run: the rendered message with its CSV lands in the local outbox', async () => {
+    const w = await workflow([
+      {
+        type: 'EMAIL',
+        order: 0,
+        config: {
+          to: ['ops@example.com'],
+          subject: 'Orders for {{workflow.name}}: {{query_1.row_count}}',
+          body: 'Rows:\n\n{{query_1.table}}',
+          attachCsv: true,
+        },
+      },
+    ]);
+    const run = (await s.call('POST', `/workflows/${w.id}/run`)).body.data;
+    expect(run.status, run.error).toBe('SUCCESS');
+    expect(run.actionAttempts).toHaveLength(1);
+    expect(run.actionAttempts[0]).toMatchObject({ status: 'SUCCESS', url: 'mailto:ops@example.com' });
+    const dir = join(s.dataDir, 'outbox');
+    const file = readdirSync(dir).find((f) => run.actionAttempts[0].responseBody.includes(f));
+    expect(file).toBeDefined();
+    const eml = readFileSync(join(dir, file!), 'utf8');
+    expect(eml).toContain(`Subject: Orders for deliver-${suffix}: 2`);
+    expect(eml).toMatch(/filename="?query_1/);
   });
 
   it('a draft too large for one item is refused naming the actions', async () => {
