@@ -15,7 +15,7 @@ export interface ExecuteInput {
   maxRows?: number;
   /** Stored in query history. */
   question?: string;
-  source: 'query' | 'widget' | 'saved_query' | 'metric' | 'chat';
+  source: 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'workflow';
 }
 
 export const MAX_SQL_CHARS = 100_000;

@@ -17,7 +17,7 @@ import { connPk } from './store';
  * started, and an execution still running is already counted in the total.
  */
 export type QueryStatus = 'SUCCESS' | 'FAILED' | 'REJECTED' | 'TIMEOUT';
-export type QuerySource = 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'approval';
+export type QuerySource = 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'approval' | 'workflow';
 
 export interface QueryHistoryEntry {
   id: string;

@@ -9,6 +9,7 @@ import { discoveryEndpoints } from '../discovery/api';
 import { metricEndpoints } from '../metrics/api';
 import { savedQueryEndpoints } from '../saved-queries/api';
 import { usageEndpoints } from '../usage/api';
+import { workflowEndpoints } from '../workflows/api';
 import type { EndpointSpec } from './endpoint';
 
 /** Every endpoint of the API, for the OpenAPI document. Each capability adds its list here. */
@@ -23,5 +24,6 @@ export const allEndpoints: EndpointSpec[] = [
   ...savedQueryEndpoints,
   ...metricEndpoints,
   ...approvalEndpoints,
+  ...workflowEndpoints,
   ...credentialEndpoints,
 ];

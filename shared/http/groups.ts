@@ -53,6 +53,12 @@ export const httpGroups: HttpGroup[] = [
     needs: ['decrypt', 'sqlite', 'databases'],
   },
   { name: 'workflow-credentials', prefixes: ['/workflow-credentials'], needs: ['encrypt', 'decrypt'] },
+  {
+    name: 'workflows',
+    prefixes: ['/workflows'],
+    timeoutSeconds: 360,
+    needs: ['decrypt', 'schedules', 'sqlite', 'databases', 'internet', 'mail'],
+  },
 ];
 
 /** The group that serves a path: longest matching prefix; `discovery` answers unknown paths with 404. */

@@ -76,7 +76,11 @@ const Env = z.object({
   LOUPE_SES_IDENTITY: z.string().min(1).optional(),
   /** From address of workflow email (default: the SES identity, or loupe@localhost locally). */
   LOUPE_MAIL_FROM: z
+    .string()
     .regex(/^[^\s@<>,"]+@[^\s@<>,"]+$/, 'a plain email address')
+    .optional(),
+  /** A workflow run's deadline (5 minutes); shorter in tests. */
+  LOUPE_WORKFLOW_RUN_DEADLINE_MS: z.coerce.number().int().min(100).max(900_000).default(300_000),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

@@ -50,6 +50,13 @@ export const workers: WorkerDef[] = [
     needs: ['decrypt', 'model', 'sqlite', 'databases', 'internet'],
   },
   { name: 'approval-expiry', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
+  {
+    // The EventBridge Scheduler target of workflow schedules.
+    name: 'workflow-runner',
+    timeoutSeconds: 360,
+    needs: ['decrypt', 'sqlite', 'databases', 'internet', 'mail'],
+  },
+  { name: 'workflow-sweep', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
 ];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);

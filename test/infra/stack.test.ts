@@ -77,7 +77,7 @@ beforeAll(async () => {
   await bundleFunctions(all, bundleRoot);
   stack = new LoupeStack(new App(), 'LoupeTest', { bundleRoot, functions: all });
   template = Template.fromStack(stack);
-});
+}, 600_000); // bundling every function takes minutes on a loaded 2-core machine
 
 afterAll(() => {
   httpGroups.splice(httpGroups.indexOf(streamGroup), 1);
@@ -421,6 +421,21 @@ describe('workers', () => {
       ]);
       expect(JSON.stringify(sched.Resource)).toContain('schedule/LoupeTest-schedules/*');
     }
+  });
+
+  it('lets EventBridge Scheduler invoke the workflow runner, and sweeps workflow runs every minute', () => {
+    const role =
+      template.toJSON().Resources[
+        logicalId(stack.workers.schedulerRole.node.findChild('DefaultPolicy') as never)
+      ];
+    const invoke = (role.Properties.PolicyDocument.Statement as any[]).find(
+      (s) => s.Action === 'lambda:InvokeFunction',
+    );
+    expect(JSON.stringify(invoke.Resource)).toContain(':function:LoupeTest-worker-workflow-runner"');
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      Name: 'system-workflow-sweep',
+      ScheduleExpression: 'rate(1 minute)',
+    });
   });
 });
 

@@ -1,0 +1,28 @@
+import { httpHandler } from '../../shared/http/handler';
+import { on } from '../../shared/http/route';
+import * as api from '../../shared/workflows/api';
+import { listRuns, previewWorkflow, runDraftNow, testAction } from '../../shared/workflows/runner';
+import {
+  createWorkflow,
+  deleteWorkflow,
+  getWorkflow,
+  listWorkflows,
+  updateWorkflow,
+} from '../../shared/workflows/workflows';
+
+export const handler = httpHandler([
+  on(api.listWorkflows, async ({ ctx, query }) => listWorkflows(ctx, query)),
+  on(api.createWorkflow, async ({ ctx, body }) => ({ status: 201, data: await createWorkflow(ctx, body) })),
+  on(api.getWorkflow, async ({ ctx, params }) => ({ data: await getWorkflow(ctx, params.id) })),
+  on(api.updateWorkflow, async ({ ctx, params, body }) => ({
+    data: await updateWorkflow(ctx, params.id, body),
+  })),
+  on(api.deleteWorkflow, async ({ ctx, params }) => ({ data: await deleteWorkflow(ctx, params.id) })),
+  on(api.runWorkflow, async ({ ctx, params }) => ({ status: 201, data: await runDraftNow(ctx, params.id) })),
+  on(api.previewWorkflow, async ({ ctx, params }) => ({ data: await previewWorkflow(ctx, params.id) })),
+  on(api.testWorkflowAction, async ({ ctx, params, body }) => ({
+    status: 201,
+    data: await testAction(ctx, params.id, params.order, body.confirmDelivery),
+  })),
+  on(api.listWorkflowRuns, async ({ ctx, params, query }) => listRuns(ctx, params.id, query)),
+]);
