@@ -34,6 +34,10 @@ const Env = z.object({
   LOUPE_MODEL_PRICES: z.string().optional(),
   LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
   SMTP_URL: z.string().optional(),
+  /** Multiplies the event-webhook retry delays (tests use a small fraction). */
+  LOUPE_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(10).default(1),
+  /** Timeout of one event-webhook delivery attempt, connect to last byte. */
+  LOUPE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30_000).default(10_000),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };
