@@ -15,6 +15,7 @@ import { type LocalService, startupTasks } from './startup';
 import { startLocalStore, startStoreProcess } from './store';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 import './demo';
+import './outbound';
 import './workers';
 
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;

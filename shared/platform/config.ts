@@ -32,7 +32,7 @@ const Env = z.object({
   LOUPE_MODEL: z.string().default('gpt-4o-mini'),
   LOUPE_OPENAI_SECRET_ARN: z.string().optional(),
   LOUPE_MODEL_PRICES: z.string().optional(),
-  LOUPE_ALLOW_LOOPBACK_OUTBOUND: boolish,
+  LOUPE_OUTBOUND_TEST_HOSTS: z.string().optional(),
   SMTP_URL: z.string().optional(),
   /** Multiplies the event-webhook retry delays (tests use a small fraction). */
   LOUPE_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(10).default(1),

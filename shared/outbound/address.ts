@@ -1,0 +1,89 @@
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Address classification for outbound requests, on top of ipaddr.js's special-range tables (no range
+ * table of our own). An address is public only when ipaddr.js calls it `unicast` (IPv4), or it is a
+ * global unicast IPv6 address (2000::/3) that ipaddr.js calls `unicast`. IPv6 forms that carry an
+ * IPv4 address (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 64:ff9b::/96 and
+ * 64:ff9b:1::/48, 6to4, Teredo) are public only when every IPv4 address they carry is public.
+ */
+export interface AddressVerdict {
+  public: boolean;
+  /** ipaddr.js range name, or the range of the embedded IPv4 address (`ipv4Mapped(loopback)`). */
+  range: string;
+}
+
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+
+const fromBytes = (b: number[]) => new ipaddr.IPv4(b as [number, number, number, number]);
+
+function classifyV4(a: ipaddr.IPv4): AddressVerdict {
+  const range = a.range();
+  return { public: range === 'unicast', range };
+}
+
+/** The IPv4 addresses an IPv6 address carries in a transition form, or undefined when it is not one. */
+function embeddedV4(a: ipaddr.IPv6, range: string): ipaddr.IPv4[] | undefined {
+  const bytes = a.toByteArray();
+  switch (range) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+    case 'rfc6145': // ::ffff:0:a.b.c.d
+      return [fromBytes(bytes.slice(12, 16))];
+    case 'rfc6052': // 64:ff9b::a.b.c.d and 64:ff9b:1::/48 (RFC 8215, local use: address at the end too)
+      return [fromBytes(bytes.slice(12, 16))];
+    case '6to4': // 2002:AABB:CCDD::/48
+      return [fromBytes(bytes.slice(2, 6))];
+    case 'teredo': // 2001:0:SSSS:SSSS:flags:port:~CCCC:~CCCC (server, and the client obfuscated)
+      return [fromBytes(bytes.slice(4, 8)), fromBytes(bytes.slice(12, 16).map((x) => x ^ 0xff))];
+    default:
+      // IPv4-compatible ::a.b.c.d (deprecated; ipaddr.js calls these `unicast`, except :: and ::1)
+      if (bytes.slice(0, 12).every((x) => x === 0)) return [fromBytes(bytes.slice(12, 16))];
+      return undefined;
+  }
+}
+
+function classifyV6(a: ipaddr.IPv6): AddressVerdict {
+  const range = a.range();
+  if (range === 'unspecified' || range === 'loopback') return { public: false, range };
+  const carried = embeddedV4(a, range);
+  if (carried) {
+    const name = range === 'unicast' ? 'ipv4Compatible' : range;
+    const bad = carried.map(classifyV4).find((v) => !v.public);
+    if (bad) return { public: false, range: `${name}(${bad.range})` };
+    return { public: true, range: name };
+  }
+  if (range !== 'unicast') return { public: false, range };
+  if (!a.match(GLOBAL_UNICAST)) return { public: false, range: 'notGlobalUnicast' };
+  return { public: true, range };
+}
+
+/** Classifies an IP address text (dotted IPv4 or IPv6 without brackets); invalid text is not public. */
+export function classifyAddress(ip: string): AddressVerdict {
+  if (ipaddr.IPv4.isValidFourPartDecimal(ip)) return classifyV4(ipaddr.IPv4.parse(ip));
+  if (ipaddr.IPv6.isValid(ip) && ip.includes(':')) {
+    let a: ipaddr.IPv6;
+    try {
+      a = ipaddr.IPv6.parse(ip);
+    } catch {
+      return { public: false, range: 'invalid' };
+    }
+    if (a.zoneId) return { public: false, range: 'zoned' };
+    return classifyV6(a);
+  }
+  return { public: false, range: 'invalid' };
+}
+
+export const isPublicAddress = (ip: string): boolean => classifyAddress(ip).public;
+
+/** True for 127.0.0.0/8 and ::1 (the only addresses LOUPE_OUTBOUND_TEST_HOSTS may name). */
+export function isLoopbackAddress(ip: string): boolean {
+  if (ipaddr.IPv4.isValidFourPartDecimal(ip)) return ipaddr.IPv4.parse(ip).range() === 'loopback';
+  if (ipaddr.IPv6.isValid(ip) && ip.includes(':')) return ipaddr.IPv6.parse(ip).range() === 'loopback';
+  return false;
+}
+
+/** Whether a text is an IP address literal (IPv4 dotted or IPv6, brackets allowed). */
+export function isIpLiteral(host: string): boolean {
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  return ipaddr.IPv4.isValidFourPartDecimal(h) || (h.includes(':') && ipaddr.IPv6.isValid(h));
+}
