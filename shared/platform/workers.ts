@@ -38,6 +38,17 @@ export const workers: WorkerDef[] = [
     queue: { visibilityTimeoutSeconds: 900, maxReceiveCount: 3, batchSize: 1 },
     timeoutSeconds: 840,
   },
+  {
+    name: 'webhook-fanout',
+    queue: { visibilityTimeoutSeconds: 120, maxReceiveCount: 5, batchSize: 10 },
+    timeoutSeconds: 60,
+  },
+  {
+    name: 'webhook-deliver',
+    queue: { visibilityTimeoutSeconds: 120, maxReceiveCount: 5, batchSize: 10 },
+    timeoutSeconds: 60,
+  },
+  { name: 'webhook-sweep', schedule: { expression: 'rate(5 minutes)' }, timeoutSeconds: 120 },
 ];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);
