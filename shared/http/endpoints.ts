@@ -7,6 +7,7 @@ import { discoveryEndpoints } from '../discovery/api';
 import { metricEndpoints } from '../metrics/api';
 import { savedQueryEndpoints } from '../saved-queries/api';
 import { usageEndpoints } from '../usage/api';
+import { webhookEndpoints } from '../webhooks/api';
 import type { EndpointSpec } from './endpoint';
 
 /** Every endpoint of the API, for the OpenAPI document. Each capability adds its list here. */
@@ -20,4 +21,5 @@ export const allEndpoints: EndpointSpec[] = [
   ...dashboardEndpoints,
   ...savedQueryEndpoints,
   ...metricEndpoints,
+  ...webhookEndpoints,
 ];
