@@ -12,6 +12,8 @@ export interface WorkerDef {
     /** Receives before a message moves to the dead-letter queue. */
     maxReceiveCount: number;
     batchSize: number;
+    /** Local runtime only: concurrent pollers of this queue (default 1); Lambda scales invocations itself. */
+    localPollers?: number;
   };
   schedule?: {
     /** EventBridge Scheduler expression: `rate(5 minutes)` or `cron(…)`. */
@@ -45,7 +47,7 @@ export const workers: WorkerDef[] = [
   },
   {
     name: 'webhook-deliver',
-    queue: { visibilityTimeoutSeconds: 120, maxReceiveCount: 5, batchSize: 10 },
+    queue: { visibilityTimeoutSeconds: 120, maxReceiveCount: 5, batchSize: 10, localPollers: 4 },
     timeoutSeconds: 60,
   },
   { name: 'webhook-sweep', schedule: { expression: 'rate(5 minutes)' }, timeoutSeconds: 120 },

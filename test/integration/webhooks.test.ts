@@ -6,6 +6,8 @@ import { db } from '../../shared/platform/db/store';
 import { type EventType, listEvents, outbox } from '../../shared/platform/events';
 import { eventSk } from '../../shared/platform/events/outbox';
 import { newId } from '../../shared/platform/ids';
+import { LocalQueue } from '../../shared/platform/queue/local';
+import { handleDeliveryMessage } from '../../shared/webhooks/delivery';
 import { ensureDelivery, sweepPendingEvents } from '../../shared/webhooks/fanout';
 import { webhookStore } from '../../shared/webhooks/store';
 import { createPostgresDatabase, postgresAdmin } from '../support/connections';
@@ -52,12 +54,17 @@ describe('event webhooks', () => {
           failures.push(`${path}: ${(e as Error).message}`);
         }
       }
+      if (path === '/slow') return; // never answers: the sender's attempt timeout ends it
       const status = plans.get(path)?.shift() ?? 200;
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(status < 300 ? '{"ok":true}' : '{"error":"planned"}');
     });
     s = await startTestServer({
-      env: { LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry, LOUPE_WEBHOOK_RETRY_SCALE: '0.02' },
+      env: {
+        LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry,
+        LOUPE_WEBHOOK_RETRY_SCALE: '0.02',
+        LOUPE_WEBHOOK_TIMEOUT_MS: '1500',
+      },
     });
   });
   afterAll(async () => {
@@ -468,6 +475,75 @@ describe('event webhooks', () => {
     await record('query.expired', { n: 99 });
     await sleep(800);
     expect(requestsTo('/log')).toHaveLength(5);
+  });
+
+  it("another organization's endpoint that never answers times out per attempt and delays nobody else", async () => {
+    const slowOrg = await createOrganization({ name: 'Slow WH', adminEmail: `slow-${newId()}@example.com` });
+    const slow = await s.call('POST', '/webhooks', {
+      key: slowOrg.key,
+      body: { url: `${rx.url}/slow`, events: ['*'] },
+    });
+    expect(slow.status).toBe(201);
+    secrets.set('/slow', [slow.body.data.secret]);
+    const fast = await create('/fast', ['query.approved']);
+    for (let i = 0; i < 6; i++) await outbox().record(slowOrg.orgId, 'query.approved', { n: i });
+    await waitFor('the slow endpoint to be hanging', async () => requestsTo('/slow').length >= 6);
+    const recordedAt = Date.now();
+    const ev = await record('query.approved', { fast: true });
+    await waitFor('the fast delivery', async () => requestsTo('/fast').length >= 1);
+    const [fastReq] = requestsTo('/fast');
+    expect(JSON.parse(fastReq.body).id).toBe(ev.id);
+    // Delivered while six attempts to the silent endpoint were still waiting for their 1.5 s timeout.
+    expect(fastReq.at - recordedAt).toBeLessThan(1200);
+    const [d] = (await deliveries(fast.id)).data;
+    expect(d).toMatchObject({ status: 'SUCCESS', attempts: 1 });
+    // The silent endpoint's attempts end at the timeout and are retried.
+    const slowLog = await waitFor('timed-out attempts', async () => {
+      const r = await s.call('GET', `/webhooks/${slow.body.data.id}/deliveries`, { key: slowOrg.key });
+      const done = r.body.data.filter((x: any) => x.error?.includes('TIMEOUT'));
+      return done.length === 6 && r.body.data;
+    });
+    for (const x of slowLog) expect(x.statusCode).toBeNull();
+    expect(slowLog.some((x: any) => x.status === 'PENDING' || x.attempts > 1)).toBe(true);
+    expect((await s.call('DELETE', `/webhooks/${slow.body.data.id}`, { key: slowOrg.key })).status).toBe(200);
+  });
+
+  it('a retry due later than the 15-minute queue delay hops through the queue without sending early', async () => {
+    const e = await create('/hop', ['*']);
+    const endpoint = (await webhookStore.get(s.app.orgId, e.id))!;
+    const event = {
+      id: newId(),
+      orgId: s.app.orgId,
+      type: 'workflow.run.completed' as const,
+      createdAt: new Date().toISOString(),
+      data: { runId: 'hop' },
+    };
+    const d = (await ensureDelivery(endpoint, event, { queue: false }))!;
+    const now = Date.now();
+    const msg = {
+      orgId: s.app.orgId,
+      endpointId: e.id,
+      seq: d.seq,
+      attempt: 1,
+      notBefore: now + 3 * 3600_000,
+    };
+    await handleDeliveryMessage(msg);
+    const waiting = (await new LocalQueue().pending('webhook-deliver')).filter(
+      (m) => JSON.parse(m.body).endpointId === e.id,
+    );
+    expect(waiting).toHaveLength(1);
+    expect(JSON.parse(waiting[0].body)).toEqual(msg);
+    expect(waiting[0].visibleAt - now).toBeGreaterThanOrEqual(899_000);
+    expect(waiting[0].visibleAt - now).toBeLessThanOrEqual(901_000 + 5000);
+    await sleep(300);
+    expect(requestsTo('/hop')).toHaveLength(0);
+    // When the hop arrives at (or after) its time, the attempt is made.
+    await handleDeliveryMessage({ ...msg, notBefore: Date.now() - 1 });
+    expect(requestsTo('/hop')).toHaveLength(1);
+    expect((await deliveries(e.id)).data[0]).toMatchObject({ status: 'SUCCESS', attempts: 1 });
+    // The same message again changes nothing and sends nothing.
+    await handleDeliveryMessage({ ...msg, notBefore: Date.now() - 1 });
+    expect(requestsTo('/hop')).toHaveLength(1);
   });
 
   it('every delivery the receiver got verified with the standardwebhooks package', () => {
