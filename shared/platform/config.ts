@@ -37,7 +37,7 @@ const Env = z.object({
   /** Multiplies the event-webhook retry delays (tests use a small fraction). */
   LOUPE_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(10).default(1),
   /** Timeout of one event-webhook delivery attempt, connect to last byte. */
-  LOUPE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30_000).default(10_000),
+  LOUPE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(25_000).default(10_000),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

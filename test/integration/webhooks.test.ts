@@ -40,8 +40,22 @@ describe('event webhooks', () => {
   const secrets = new Map<string, string[]>();
   const verified: Array<{ path: string; payload: any; req: ReceivedRequest }> = [];
   const failures: string[] = [];
+  /** Everything the process writes while the runtime logs at DEBUG (secrets must never appear). */
+  const output: string[] = [];
+  const writes = {
+    out: process.stdout.write.bind(process.stdout),
+    err: process.stderr.write.bind(process.stderr),
+  };
 
   beforeAll(async () => {
+    process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => {
+      output.push(String(chunk));
+      return (writes.out as (...a: unknown[]) => boolean)(chunk, ...rest);
+    }) as typeof process.stdout.write;
+    process.stderr.write = ((chunk: unknown, ...rest: unknown[]) => {
+      output.push(String(chunk));
+      return (writes.err as (...a: unknown[]) => boolean)(chunk, ...rest);
+    }) as typeof process.stderr.write;
     rx = await startHttpsReceiver((req, res) => {
       const path = req.url;
       const keys = secrets.get(path) ?? [];
@@ -64,10 +78,13 @@ describe('event webhooks', () => {
         LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry,
         LOUPE_WEBHOOK_RETRY_SCALE: '0.02',
         LOUPE_WEBHOOK_TIMEOUT_MS: '1500',
+        LOUPE_LOG_LEVEL: 'DEBUG',
       },
     });
   });
   afterAll(async () => {
+    process.stdout.write = writes.out;
+    process.stderr.write = writes.err;
     await s?.stop();
     await rx?.close();
   });
@@ -549,5 +566,16 @@ describe('event webhooks', () => {
   it('every delivery the receiver got verified with the standardwebhooks package', () => {
     expect(failures).toEqual([]);
     expect(verified.length).toBeGreaterThan(10);
+  });
+
+  it('no secret appears in anything the service logged (at DEBUG)', () => {
+    const logged = output.join('');
+    expect(logged).toContain('webhook delivery attempt failed'); // the log was captured
+    const all = [...secrets.values()].flat();
+    expect(all.length).toBeGreaterThan(10);
+    for (const secret of all) {
+      expect(logged).not.toContain(secret);
+      expect(logged).not.toContain(secret.slice(6));
+    }
   });
 });
