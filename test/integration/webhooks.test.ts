@@ -300,6 +300,71 @@ describe('event webhooks', () => {
     expect(stored?.status).toBe('dispatched');
   });
 
+  it('408 and 429 are retried too', async () => {
+    const e = await create('/busy', ['query.approved']);
+    plans.set('/busy', [429, 408]);
+    await record('query.approved', { approvalId: 'busy' });
+    const d = await waitFor('the delivery to succeed', async () => {
+      const [first] = (await deliveries(e.id)).data;
+      return first?.status === 'SUCCESS' && first;
+    });
+    expect(d).toMatchObject({ attempts: 3, statusCode: 200 });
+    expect(requestsTo('/busy')).toHaveLength(3);
+  });
+
+  it('the eighth attempt is the last: a failure there leaves the delivery FAILED and kept, with nothing queued', async () => {
+    const e = await create('/last', ['*']);
+    const endpoint = (await webhookStore.get(s.app.orgId, e.id))!;
+    const event = {
+      id: newId(),
+      orgId: s.app.orgId,
+      type: 'workflow.run.failed' as const,
+      createdAt: new Date().toISOString(),
+      data: { runId: 'last' },
+    };
+    const d = (await ensureDelivery(endpoint, event, { queue: false }))!;
+    // As if attempts 1–7 had failed with 503.
+    await db.patch(`ORG#${s.app.orgId}#WH#${e.id}`, `SEQ#${String(d.seq).padStart(12, '0')}`, {
+      attempts: 7,
+      completed: 7,
+      statusCode: 503,
+    });
+    plans.set('/last', [503]);
+    await handleDeliveryMessage({ orgId: s.app.orgId, endpointId: e.id, seq: d.seq, attempt: 8 });
+    const [after] = (await deliveries(e.id)).data;
+    expect(after).toMatchObject({ status: 'FAILED', attempts: 8, statusCode: 503, nextAttemptAt: null });
+    const queued = (await new LocalQueue().pending('webhook-deliver')).filter(
+      (m) => JSON.parse(m.body).endpointId === e.id,
+    );
+    expect(queued).toEqual([]);
+    expect(requestsTo('/last')).toHaveLength(1);
+  });
+
+  it('refreshing a real schema arrives as schema.updated', async () => {
+    const e = await create('/schema', ['schema.updated']);
+    const c = await s.call('POST', '/connections', {
+      body: {
+        name: 'schema source',
+        type: 'POSTGRES',
+        host: pg.host,
+        port: pg.port,
+        database: pg.database,
+        username: pg.user,
+        password: pg.password,
+      },
+    });
+    expect(c.status, c.text).toBe(201);
+    const r = await s.call('POST', `/connections/${c.body.data.id}/schema`);
+    expect(r.status, r.text).toBe(200);
+    await waitFor('schema.updated', async () => requestsTo('/schema').length >= 1);
+    expect(bodies('/schema')[0]).toMatchObject({
+      type: 'schema.updated',
+      orgId: s.app.orgId,
+      data: { connectionId: c.body.data.id, name: 'schema source' },
+    });
+    expect((await deliveries(e.id)).data[0]).toMatchObject({ status: 'SUCCESS', event: 'schema.updated' });
+  });
+
   it('a 400 fails at once and is not retried', async () => {
     const e = await create('/reject', ['query.rejected']);
     plans.set('/reject', [400, 400, 400]);
