@@ -123,11 +123,7 @@ export class LoupeStack extends Stack {
           ],
           resources: [this.table.tableArn, `${this.table.tableArn}/index/*`],
         }),
-        new iam.PolicyStatement({
-          sid: 'SecretsKey',
-          actions: ['kms:Encrypt', 'kms:Decrypt', 'kms:GenerateDataKey'],
-          resources: [this.key.keyArn],
-        }),
+        secretsKeyStatement(this.key, kmsContextOf[`${fn.kind}/${fn.name}`]),
         new iam.PolicyStatement({
           sid: 'ModelKey',
           actions: ['secretsmanager:GetSecretValue'],
@@ -162,6 +158,29 @@ export class LoupeStack extends Stack {
 
     acknowledgeNagFindings(this);
   }
+}
+
+/**
+ * Functions whose use of the secrets key is limited to one kind of secret through the encryption
+ * context (kms:EncryptionContext conditions): the value is the context's `purpose` and the other keys
+ * the context must carry, exactly. The other functions keep the general grant until per-function
+ * policies arrive.
+ */
+const kmsContextOf: Record<string, { purpose: string; keys: string[] } | undefined> = {
+  'http/workflow-credentials': { purpose: 'workflow-credential', keys: ['orgId', 'credentialId'] },
+};
+
+function secretsKeyStatement(key: kms.Key, context?: { purpose: string; keys: string[] }) {
+  return new iam.PolicyStatement({
+    sid: 'SecretsKey',
+    actions: ['kms:Encrypt', 'kms:Decrypt', 'kms:GenerateDataKey'],
+    resources: [key.keyArn],
+    conditions: context && {
+      StringEquals: { 'kms:EncryptionContext:purpose': context.purpose },
+      'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': [...context.keys, 'purpose'] },
+      Null: Object.fromEntries(context.keys.map((k) => [`kms:EncryptionContext:${k}`, 'false'])),
+    },
+  });
 }
 
 /** The table of shared/platform/db/table.ts: on demand, PITR, TTL, its indexes, retained on delete. */

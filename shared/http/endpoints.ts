@@ -2,6 +2,7 @@ import { authEndpoints } from '../auth/api';
 import { chatEndpoints } from '../chat/api';
 import { connectionEndpoints } from '../connections/api';
 import { conversationEndpoints } from '../conversations/api';
+import { credentialEndpoints } from '../credentials/api';
 import { dashboardEndpoints } from '../dashboards/api';
 import { discoveryEndpoints } from '../discovery/api';
 import { metricEndpoints } from '../metrics/api';
@@ -21,5 +22,6 @@ export const allEndpoints: EndpointSpec[] = [
   ...dashboardEndpoints,
   ...savedQueryEndpoints,
   ...metricEndpoints,
+  ...credentialEndpoints,
   ...webhookEndpoints,
 ];

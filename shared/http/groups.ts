@@ -22,6 +22,7 @@ export const httpGroups: HttpGroup[] = [
   { name: 'dashboards', prefixes: ['/dashboards'], timeoutSeconds: 29 },
   { name: 'saved-queries', prefixes: ['/saved-queries'], timeoutSeconds: 29 },
   { name: 'metrics', prefixes: ['/metrics'], timeoutSeconds: 29 },
+  { name: 'workflow-credentials', prefixes: ['/workflow-credentials'] },
   { name: 'webhooks', prefixes: ['/webhooks'], timeoutSeconds: 29 },
 ];
 

@@ -110,6 +110,9 @@ export function checkUrl(url: string): URL {
   if (u.protocol !== 'https:') refuse('only https URLs are allowed');
   if (u.username || u.password) refuse('credentials in the URL (userinfo) are not allowed');
   if (u.port !== '' && u.port !== '443') refuse('only port 443 is allowed');
+  // Also an empty userinfo (`https://:@host`, `https:@host`): the parser drops it, the intent is a trick.
+  const authority = /^[a-z][a-z0-9+.-]*:[/\\]*([^/\\?#]*)/i.exec(url)?.[1] ?? '';
+  if (authority.includes('@')) refuse('credentials in the URL (userinfo) are not allowed');
   const host = u.hostname;
   if (!host) refuse('the URL has no host');
   if (isIpLiteral(host)) {

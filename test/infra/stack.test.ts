@@ -12,6 +12,7 @@ import { resourcePaths, STAGE } from '../../infra/constructs/api';
 import { DEFAULT_TIMEOUT_SECONDS } from '../../infra/constructs/function';
 import { type FunctionEntry, functionEntries } from '../../infra/functions';
 import { LoupeStack } from '../../infra/stack';
+import { credentialContext } from '../../shared/credentials/store';
 import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
 import { mainTable } from '../../shared/platform/db/table';
 import type { WorkerDef } from '../../shared/platform/workers';
@@ -164,6 +165,28 @@ describe('functions', () => {
         expect(s.Resource).toEqual({ 'Fn::GetAtt': [keyId, 'Arn'] });
       }
     }
+  });
+
+  it('limits the workflow-credentials function to credential secrets through the encryption context', () => {
+    const kmsOf = (name: string) => {
+      const f = stack.functions.get(`http/${name}`)!;
+      const policy = template.toJSON().Resources[logicalId(f.role.node.findChild('DefaultPolicy') as never)];
+      const statements = (policy.Properties.PolicyDocument.Statement as any[]).filter((s) =>
+        [s.Action].flat().some((a: string) => a.startsWith('kms:')),
+      );
+      expect(statements, name).toHaveLength(1);
+      return statements[0];
+    };
+    expect(kmsOf('workflow-credentials').Condition).toEqual({
+      StringEquals: { 'kms:EncryptionContext:purpose': 'workflow-credential' },
+      'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['orgId', 'credentialId', 'purpose'] },
+      Null: { 'kms:EncryptionContext:orgId': 'false', 'kms:EncryptionContext:credentialId': 'false' },
+    });
+    // The context the application really uses satisfies the condition.
+    expect(Object.keys(credentialContext('o', 'c')).sort()).toEqual(['credentialId', 'orgId', 'purpose']);
+    expect(credentialContext('o', 'c').purpose).toBe('workflow-credential');
+    // Functions that decrypt connection passwords keep the general grant (for now).
+    expect(kmsOf('connections').Condition).toBeUndefined();
   });
 });
 
