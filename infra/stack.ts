@@ -168,6 +168,8 @@ export class LoupeStack extends Stack {
  */
 const kmsContextOf: Record<string, { purpose: string; keys: string[] } | undefined> = {
   'http/workflow-credentials': { purpose: 'workflow-credential', keys: ['orgId', 'credentialId'] },
+  'http/webhooks': { purpose: 'webhook-signing-secret', keys: ['orgId', 'webhookEndpointId'] },
+  'workers/webhook-deliver': { purpose: 'webhook-signing-secret', keys: ['orgId', 'webhookEndpointId'] },
 };
 
 function secretsKeyStatement(key: kms.Key, context?: { purpose: string; keys: string[] }) {

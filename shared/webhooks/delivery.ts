@@ -9,17 +9,11 @@ import {
   MAX_ATTEMPTS,
   retryDelayMs,
 } from './schedule';
-import { signedHeaders } from './signing';
+import { secretContext, signedHeaders } from './signing';
 import { type DeliveryRecord, type EndpointRecord, webhookStore } from './store';
 
 /** Bytes of the receiver's answer that are read (the rest is discarded; only the status matters). */
 const MAX_RESPONSE_BYTES = 4096;
-
-export const secretContext = (orgId: string, endpointId: string) => ({
-  orgId,
-  webhookEndpointId: endpointId,
-  purpose: 'webhook-signing-secret',
-});
 
 /** The secrets that sign now: the current one, and the previous one during the 24 h after a rotation. */
 export async function signingSecrets(endpoint: EndpointRecord, now = Date.now()): Promise<string[]> {

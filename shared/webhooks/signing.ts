@@ -12,6 +12,16 @@ export function maskSecret(last4: string): string {
   return `${SECRET_PREFIX}…${last4}`;
 }
 
+/**
+ * Encryption context of an endpoint's secret (bound to the ciphertext; the deployed functions may use
+ * the key only with this purpose and these keys).
+ */
+export const secretContext = (orgId: string, endpointId: string) => ({
+  orgId,
+  webhookEndpointId: endpointId,
+  purpose: 'webhook-signing-secret',
+});
+
 export const last4Of = (secret: string) => secret.slice(-4);
 
 /**

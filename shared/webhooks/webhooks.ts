@@ -8,10 +8,10 @@ import { AppError, conflict, notFound, validationError } from '../platform/error
 import { EVENT_TYPES, type OutboxEvent } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import type { WebhookEndpointCreate, WebhookEndpointUpdate } from './api';
-import { attemptDelivery, secretContext } from './delivery';
+import { attemptDelivery } from './delivery';
 import { ensureDelivery } from './fanout';
 import { ROTATION_OVERLAP_MS } from './schedule';
-import { last4Of, maskSecret, newSecret } from './signing';
+import { last4Of, maskSecret, newSecret, secretContext } from './signing';
 import { type DeliveryRecord, type EndpointRecord, MAX_ENDPOINTS, webhookStore } from './store';
 
 export function endpointView(r: EndpointRecord, fullSecret?: string) {
