@@ -58,50 +58,30 @@ export async function attemptDelivery(
     start + timeoutMs + 30_000,
   );
   if (!claimed) return undefined;
-  const secrets = await signingSecrets(endpoint, start);
-  const timestamp = Math.floor(start / 1000);
-  const headers = {
-    'content-type': 'application/json',
-    'user-agent': 'Loupe-Webhooks/1.0',
-    ...signedHeaders(secrets, claimed.eventId, timestamp, claimed.payload),
-  };
-  let statusCode: number | null = null;
-  let error: string | null = null;
-  let retryable = false;
-  let durationMs: number | null = null;
+  let updated: DeliveryRecord | undefined;
+  let success: boolean;
+  let error: string | null;
+  let nextAt: number | null;
   try {
-    const res = await sendOutbound({
-      url: endpoint.url,
-      method: 'POST',
-      headers,
-      body: claimed.payload,
-      timeoutMs,
-      maxResponseBytes: MAX_RESPONSE_BYTES,
+    const sent = await send(endpoint, claimed, start, timeoutMs);
+    ({ error } = sent);
+    success = error === null;
+    const last = n >= (opts.maxAttempts ?? MAX_ATTEMPTS);
+    nextAt = !success && sent.retryable && !last ? Date.now() + retryDelayMs(n) : null;
+    updated = await webhookStore.completeAttempt(endpoint.orgId, endpoint.id, seq, n, {
+      status: success ? 'SUCCESS' : nextAt ? 'PENDING' : 'FAILED',
+      statusCode: sent.statusCode,
+      deliveredAt: success ? new Date().toISOString() : null,
+      nextAttemptAt: nextAt ? new Date(nextAt).toISOString() : null,
+      error: error ? error.slice(0, 500) : null,
+      durationMs: sent.durationMs,
     });
-    statusCode = res.status;
-    durationMs = Math.round(res.durationMs);
-    if (res.status < 200 || res.status > 299) {
-      retryable = isRetryableStatus(res.status);
-      error = `The endpoint answered HTTP ${res.status}${retryable ? '' : ' (not retried)'}.`;
-    }
   } catch (e) {
-    durationMs = Date.now() - start;
-    if (e instanceof OutboundRefused) error = `Refused before connecting: ${e.reason}`;
-    else if (e instanceof OutboundFailed) error = `${e.kind}: ${e.message}`;
-    else throw e; // not a delivery outcome: the message is retried by the queue once the claim's lease ends
-    retryable = true; // network errors; a refusal may be a transient DNS answer, and no connection was made
+    // Not a delivery outcome (decryption, the store): free the claim so that the queue's redelivery of
+    // this message can make the attempt again at once, then let the queue retry it.
+    await webhookStore.releaseAttempt(endpoint.orgId, endpoint.id, seq, n).catch(() => undefined);
+    throw e;
   }
-  const success = error === null;
-  const last = n >= (opts.maxAttempts ?? MAX_ATTEMPTS);
-  const nextAt = !success && retryable && !last ? Date.now() + retryDelayMs(n) : null;
-  const updated = await webhookStore.completeAttempt(endpoint.orgId, endpoint.id, seq, n, {
-    status: success ? 'SUCCESS' : nextAt ? 'PENDING' : 'FAILED',
-    statusCode,
-    deliveredAt: success ? new Date().toISOString() : null,
-    nextAttemptAt: nextAt ? new Date(nextAt).toISOString() : null,
-    error: error ? error.slice(0, 500) : null,
-    durationMs,
-  });
   if (!updated) return undefined; // the lease ran out and another worker took the attempt over
   if (nextAt)
     await enqueueAttempt({
@@ -117,10 +97,45 @@ export async function attemptDelivery(
       endpointId: endpoint.id,
       deliveryId: updated.id,
       attempt: n,
-      statusCode,
+      statusCode: updated.statusCode,
       willRetry: nextAt !== null,
     });
   return { delivery: updated, success, error };
+}
+
+/** Signs and sends one attempt; the outcome, or a throw for anything that is not a delivery outcome. */
+async function send(endpoint: EndpointRecord, d: DeliveryRecord, start: number, timeoutMs: number) {
+  const secrets = await signingSecrets(endpoint, start);
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'Loupe-Webhooks/1.0',
+    ...signedHeaders(secrets, d.eventId, Math.floor(start / 1000), d.payload),
+  };
+  try {
+    const res = await sendOutbound({
+      url: endpoint.url,
+      method: 'POST',
+      headers,
+      body: d.payload,
+      timeoutMs,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+    });
+    const ok = res.status >= 200 && res.status <= 299;
+    const retryable = !ok && isRetryableStatus(res.status);
+    return {
+      statusCode: res.status as number | null,
+      durationMs: Math.round(res.durationMs),
+      retryable,
+      error: ok ? null : `The endpoint answered HTTP ${res.status}${retryable ? '' : ' (not retried)'}.`,
+    };
+  } catch (e) {
+    let error: string;
+    if (e instanceof OutboundRefused) error = `Refused before connecting: ${e.reason}`;
+    else if (e instanceof OutboundFailed) error = `${e.kind}: ${e.message}`;
+    else throw e;
+    // Network errors are retried; so is a refusal (it may be a transient DNS answer; nothing was sent).
+    return { statusCode: null, durationMs: Date.now() - start, retryable: true, error };
+  }
 }
 
 /** The delivery worker's work for one message (idempotent: a repeated message changes nothing twice). */

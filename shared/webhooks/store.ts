@@ -249,6 +249,17 @@ export const webhookStore = {
     return item ? asDelivery(item) : undefined;
   },
 
+  /** Frees attempt `n` for another try at once (its holder failed before recording an outcome). */
+  async releaseAttempt(orgId: string, endpointId: string, seq: number, n: number): Promise<void> {
+    await db.update({
+      pk: logPk(orgId, endpointId),
+      sk: seqSk(seq),
+      update: 'SET leaseUntil = :zero',
+      condition: 'attempts = :n AND completed < :n',
+      values: { ':zero': 0, ':n': n },
+    });
+  },
+
   /** Ends a pending delivery as FAILED without another attempt (the endpoint was deactivated). */
   async abandon(orgId: string, endpointId: string, seq: number, error: string): Promise<void> {
     await db.patch(

@@ -40,6 +40,8 @@ describe('event webhooks', () => {
   const secrets = new Map<string, string[]>();
   const verified: Array<{ path: string; payload: any; req: ReceivedRequest }> = [];
   const failures: string[] = [];
+  /** Answers to a path wait for this promise. */
+  const rxHold = new Map<string, Promise<void>>();
   /** Everything the process writes while the runtime logs at DEBUG (secrets must never appear). */
   const output: string[] = [];
   const writes = {
@@ -56,7 +58,7 @@ describe('event webhooks', () => {
       output.push(String(chunk));
       return (writes.err as (...a: unknown[]) => boolean)(chunk, ...rest);
     }) as typeof process.stderr.write;
-    rx = await startHttpsReceiver((req, res) => {
+    rx = await startHttpsReceiver(async (req, res) => {
       const path = req.url;
       const keys = secrets.get(path) ?? [];
       if (!keys.length) failures.push(`${path}: no secret known`);
@@ -69,6 +71,8 @@ describe('event webhooks', () => {
         }
       }
       if (path === '/slow') return; // never answers: the sender's attempt timeout ends it
+      const hold = rxHold.get(path);
+      if (hold) await hold;
       const status = plans.get(path)?.shift() ?? 200;
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(status < 300 ? '{"ok":true}' : '{"error":"planned"}');
@@ -626,6 +630,61 @@ describe('event webhooks', () => {
     // The same message again changes nothing and sends nothing.
     await handleDeliveryMessage({ ...msg, notBefore: Date.now() - 1 });
     expect(requestsTo('/hop')).toHaveLength(1);
+  });
+
+  it('an attempt that breaks before an outcome frees its claim and is made again by the redelivered message', async () => {
+    const e = await create('/claim', ['*']);
+    const key = [`ORG#${s.app.orgId}`, `WEBHOOK#${e.id}`] as const;
+    const good = (await db.get(...key))!.secretEnc as string;
+    const event = {
+      id: newId(),
+      orgId: s.app.orgId,
+      type: 'query.expired' as const,
+      createdAt: new Date().toISOString(),
+      data: { approvalId: 'claim' },
+    };
+    const d = (await ensureDelivery((await webhookStore.get(s.app.orgId, e.id))!, event, { queue: false }))!;
+    const msg = { orgId: s.app.orgId, endpointId: e.id, seq: d.seq, attempt: 1 };
+    // A ciphertext that does not decrypt: the worker throws (the queue will redeliver) and sends nothing.
+    await db.patch(...key, { secretEnc: `${good.slice(0, -6)}AAAAAA` });
+    await expect(handleDeliveryMessage(msg)).rejects.toThrow();
+    expect(requestsTo('/claim')).toHaveLength(0);
+    const held = (await deliveries(e.id)).data[0];
+    expect(held).toMatchObject({ status: 'PENDING', attempts: 1, statusCode: null });
+    // The redelivered message makes attempt 1 at once (the claim was freed, not left to expire).
+    await db.patch(...key, { secretEnc: good });
+    await handleDeliveryMessage(msg);
+    expect(requestsTo('/claim')).toHaveLength(1);
+    expect((await deliveries(e.id)).data[0]).toMatchObject({ status: 'SUCCESS', attempts: 1 });
+  });
+
+  it('a duplicate message for an attempt in progress sends nothing', async () => {
+    const e = await create('/dup', ['*']);
+    const endpoint = (await webhookStore.get(s.app.orgId, e.id))!;
+    const event = {
+      id: newId(),
+      orgId: s.app.orgId,
+      type: 'query.expired' as const,
+      createdAt: new Date().toISOString(),
+      data: { approvalId: 'dup' },
+    };
+    const d = (await ensureDelivery(endpoint, event, { queue: false }))!;
+    const msg = { orgId: s.app.orgId, endpointId: e.id, seq: d.seq, attempt: 1 };
+    let release: () => void = () => {};
+    plans.set('/dup', []);
+    rxHold.set(
+      '/dup',
+      new Promise<void>((ok) => {
+        release = ok;
+      }),
+    );
+    const first = handleDeliveryMessage(msg);
+    await waitFor('the first attempt to reach the receiver', async () => requestsTo('/dup').length === 1);
+    await Promise.all([handleDeliveryMessage(msg), handleDeliveryMessage(msg)]);
+    release();
+    await first;
+    expect(requestsTo('/dup')).toHaveLength(1);
+    expect((await deliveries(e.id)).data[0]).toMatchObject({ status: 'SUCCESS', attempts: 1 });
   });
 
   it('every delivery the receiver got verified with the standardwebhooks package', () => {
