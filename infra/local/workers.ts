@@ -190,15 +190,21 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     while (!stopped && (await cycle()) >= full) {}
   };
 
-  const queueLanes = new Map<string, Lane>();
+  // A queue worker gets `localPollers` lanes (default 1): like Lambda's concurrent invocations, one slow
+  // batch then does not hold up the rest of its queue (each receive claims its messages).
+  const queueLanes = new Map<string, Lane[]>();
   for (const def of manifest) {
     if (!def.queue) continue;
     const d = def as WorkerDef & { queue: NonNullable<WorkerDef['queue']> };
     queueLanes.set(
       def.name,
-      new Lane(
-        drain(() => pollQueue(d), Math.min(d.queue.batchSize, 100)),
-        onError(def.name),
+      Array.from(
+        { length: Math.max(1, d.queue.localPollers ?? 1) },
+        () =>
+          new Lane(
+            drain(() => pollQueue(d), Math.min(d.queue.batchSize, 100)),
+            onError(def.name),
+          ),
       ),
     );
   }
@@ -211,12 +217,12 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
   await scheduler.syncSystemSchedules();
 
   const active = manifest.length > 0;
-  const allLanes = [schedulerLane, scheduledLane, ...queueLanes.values()];
+  const allLanes = [schedulerLane, scheduledLane, ...[...queueLanes.values()].flat()];
   let timer: NodeJS.Timeout | undefined;
   const onSent = (name: string) => {
     if (stopped) return;
     if (name === SCHEDULED_QUEUE) void scheduledLane.kick();
-    else void queueLanes.get(name)?.kick();
+    else for (const lane of queueLanes.get(name) ?? []) void lane.kick();
   };
   const onChanged = () => {
     if (!stopped) void schedulerLane.kick();

@@ -9,6 +9,7 @@ import { discoveryEndpoints } from '../discovery/api';
 import { metricEndpoints } from '../metrics/api';
 import { savedQueryEndpoints } from '../saved-queries/api';
 import { usageEndpoints } from '../usage/api';
+import { webhookEndpoints } from '../webhooks/api';
 import { workflowEndpoints } from '../workflows/api';
 import type { EndpointSpec } from './endpoint';
 
@@ -26,4 +27,5 @@ export const allEndpoints: EndpointSpec[] = [
   ...approvalEndpoints,
   ...workflowEndpoints,
   ...credentialEndpoints,
+  ...webhookEndpoints,
 ];

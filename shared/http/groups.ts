@@ -31,7 +31,7 @@ export const httpGroups: HttpGroup[] = [
     prefixes: ['/connections'],
     timeoutSeconds: 29,
     needs: ['decrypt', 'encrypt', 'model', 'sqlite', 'databases', 'internet'],
-    enqueues: ['annotate'],
+    enqueues: ['annotate', 'webhook-fanout'],
   },
   {
     name: 'dashboards',
@@ -51,6 +51,7 @@ export const httpGroups: HttpGroup[] = [
     prefixes: ['/queries', '/approval-rules'],
     timeoutSeconds: 29,
     needs: ['decrypt', 'sqlite', 'databases'],
+    enqueues: ['webhook-fanout'],
   },
   { name: 'workflow-credentials', prefixes: ['/workflow-credentials'], needs: ['encrypt', 'decrypt'] },
   {
@@ -58,6 +59,13 @@ export const httpGroups: HttpGroup[] = [
     prefixes: ['/workflows'],
     timeoutSeconds: 360,
     needs: ['decrypt', 'schedules', 'sqlite', 'databases', 'internet', 'mail'],
+    enqueues: ['webhook-fanout'],
+  },
+  {
+    name: 'webhooks',
+    prefixes: ['/webhooks'],
+    timeoutSeconds: 29,
+    needs: ['encrypt', 'decrypt', 'internet'],
   },
 ];
 

@@ -81,6 +81,10 @@ const Env = z.object({
     .optional(),
   /** A workflow run's deadline (5 minutes); shorter in tests. */
   LOUPE_WORKFLOW_RUN_DEADLINE_MS: z.coerce.number().int().min(100).max(900_000).default(300_000),
+  /** Multiplies the event-webhook retry delays (tests use a small fraction). */
+  LOUPE_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(10).default(1),
+  /** Timeout of one event-webhook delivery attempt, connect to last byte. */
+  LOUPE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(25_000).default(10_000),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

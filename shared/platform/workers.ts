@@ -19,6 +19,8 @@ export interface WorkerDef extends FunctionNeeds {
      * 10; the deployment context `maxConcurrency` overrides it per worker).
      */
     maxConcurrency?: number;
+    /** Local runtime only: concurrent pollers of this queue (default 1); Lambda scales invocations itself. */
+    localPollers?: number;
   };
   schedule?: {
     /** EventBridge Scheduler expression: `rate(5 minutes)` or `cron(…)`. */
@@ -42,6 +44,7 @@ export const workers: WorkerDef[] = [
     queue: { visibilityTimeoutSeconds: 90, maxReceiveCount: 3, batchSize: 10, maxConcurrency: 5 },
     timeoutSeconds: 60,
     needs: ['decrypt', 'sqlite', 'databases'],
+    enqueues: ['webhook-fanout'],
   },
   {
     name: 'annotate',
@@ -49,14 +52,51 @@ export const workers: WorkerDef[] = [
     timeoutSeconds: 840,
     needs: ['decrypt', 'model', 'sqlite', 'databases', 'internet'],
   },
-  { name: 'approval-expiry', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
+  {
+    name: 'approval-expiry',
+    schedule: { expression: 'rate(1 minute)' },
+    timeoutSeconds: 60,
+    enqueues: ['webhook-fanout'],
+  },
   {
     // The EventBridge Scheduler target of workflow schedules.
     name: 'workflow-runner',
     timeoutSeconds: 360,
     needs: ['decrypt', 'sqlite', 'databases', 'internet', 'mail'],
+    enqueues: ['webhook-fanout'],
   },
-  { name: 'workflow-sweep', schedule: { expression: 'rate(1 minute)' }, timeoutSeconds: 60 },
+  {
+    name: 'workflow-sweep',
+    schedule: { expression: 'rate(1 minute)' },
+    timeoutSeconds: 60,
+    enqueues: ['webhook-fanout'],
+  },
+  {
+    name: 'webhook-fanout',
+    queue: { visibilityTimeoutSeconds: 120, maxReceiveCount: 5, batchSize: 10 },
+    timeoutSeconds: 60,
+    enqueues: ['webhook-deliver'],
+  },
+  {
+    name: 'webhook-deliver',
+    // Each attempt is bounded by LOUPE_WEBHOOK_TIMEOUT_MS; many endpoints are served at once.
+    queue: {
+      visibilityTimeoutSeconds: 120,
+      maxReceiveCount: 5,
+      batchSize: 10,
+      localPollers: 4,
+      maxConcurrency: 50,
+    },
+    timeoutSeconds: 60,
+    needs: ['decrypt', 'internet'],
+    enqueues: ['webhook-deliver'],
+  },
+  {
+    name: 'webhook-sweep',
+    schedule: { expression: 'rate(5 minutes)' },
+    timeoutSeconds: 120,
+    enqueues: ['webhook-deliver'],
+  },
 ];
 
 export const workerNamed = (name: string): WorkerDef | undefined => workers.find((w) => w.name === name);

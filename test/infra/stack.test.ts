@@ -16,6 +16,7 @@ import { MODEL_SECRET_PLACEHOLDER, parseModelSecret } from '../../shared/ai/secr
 import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
 import { mainTable } from '../../shared/platform/db/table';
 import type { WorkerDef } from '../../shared/platform/workers';
+import { secretContext as webhookSecretContext } from '../../shared/webhooks/signing';
 
 // The manifests may not yet declare a streaming group, a queue worker or a scheduled worker; these
 // fixtures make sure the stack's handling of each is synthesized and checked regardless.
@@ -186,6 +187,31 @@ describe('functions', () => {
   it("gives discovery's role the table and its own logs only: no KMS, secret, SQS or scheduler", () => {
     const actions = statementsOf(all.find((f) => f.name === 'discovery')!).flatMap((s) => [s.Action].flat());
     expect(actions.filter((a: string) => !a.startsWith('dynamodb:') && !a.startsWith('logs:'))).toEqual([]);
+  });
+
+  it('limits the webhooks function and the delivery worker to webhook signing secrets through the encryption context', () => {
+    for (const key of ['http/webhooks', 'workers/webhook-deliver']) {
+      const f = stack.functions.get(key)!;
+      const policy = template.toJSON().Resources[logicalId(f.role.node.findChild('DefaultPolicy') as never)];
+      const statements = (policy.Properties.PolicyDocument.Statement as any[]).filter((s) =>
+        [s.Action].flat().some((a: string) => a.startsWith('kms:')),
+      );
+      expect(statements, key).toHaveLength(1);
+      expect(statements[0].Condition, key).toEqual({
+        StringEquals: { 'kms:EncryptionContext:purpose': 'webhook-signing-secret' },
+        'ForAllValues:StringEquals': {
+          'kms:EncryptionContextKeys': ['orgId', 'webhookEndpointId', 'purpose'],
+        },
+        Null: { 'kms:EncryptionContext:orgId': 'false', 'kms:EncryptionContext:webhookEndpointId': 'false' },
+      });
+    }
+    // The context the application really uses satisfies the condition.
+    expect(Object.keys(webhookSecretContext('o', 'e')).sort()).toEqual([
+      'orgId',
+      'purpose',
+      'webhookEndpointId',
+    ]);
+    expect(webhookSecretContext('o', 'e').purpose).toBe('webhook-signing-secret');
   });
 });
 

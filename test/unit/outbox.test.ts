@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { db } from '../../shared/platform/db/store';
-import { listEvents, outbox } from '../../shared/platform/events';
+import {
+  FANOUT_WORKER,
+  getEvent,
+  listEvents,
+  markDispatched,
+  outbox,
+  pendingEventsBefore,
+} from '../../shared/platform/events';
 import { DynamoOutbox, EVENT_RETENTION_DAYS, eventSk } from '../../shared/platform/events/outbox';
 import { newId } from '../../shared/platform/ids';
+import { LocalQueue } from '../../shared/platform/queue/local';
 import { useTestStore } from '../support/store';
 
 useTestStore('outbox');
@@ -68,5 +76,31 @@ describe('event outbox', () => {
     );
     await expect(ob.record('', 'webhook.test', {})).rejects.toThrow(/organization id/);
     expect(await listEvents(orgId)).toEqual([]);
+  });
+
+  it('queues a fan-out message per event and keeps it in the pending index until it is dispatched', async () => {
+    const orgId = newId();
+    const e = await outbox().record(orgId, 'query.approved', { approvalId: 'a' });
+    const q = new LocalQueue();
+    const messages = (await q.pending(FANOUT_WORKER)).map((m) => JSON.parse(m.body));
+    expect(messages).toContainEqual({ orgId, eventId: e.id, createdAt: e.createdAt });
+    const later = new Date(Date.parse(e.createdAt) + 1).toISOString();
+    expect(await pendingEventsBefore(later, 1000)).toContainEqual({
+      orgId,
+      eventId: e.id,
+      createdAt: e.createdAt,
+    });
+    expect(await pendingEventsBefore(e.createdAt.replace(/Z$/, ''), 1000)).not.toContainEqual(
+      expect.objectContaining({ eventId: e.id }),
+    );
+    await markDispatched(orgId, e.createdAt, e.id, 2);
+    expect(await getEvent(orgId, e.createdAt, e.id)).toMatchObject({ status: 'dispatched', deliveries: 2 });
+    expect(await pendingEventsBefore(later, 1000)).not.toContainEqual(
+      expect.objectContaining({ eventId: e.id }),
+    );
+    // A second dispatch is a no-op (the condition needs a pending event).
+    await markDispatched(orgId, e.createdAt, e.id, 5);
+    expect(await getEvent(orgId, e.createdAt, e.id)).toMatchObject({ deliveries: 2 });
+    expect(await getEvent(newId(), e.createdAt, e.id)).toBeUndefined();
   });
 });

@@ -1,7 +1,15 @@
 import { DynamoOutbox } from './outbox';
 import type { EventOutbox } from './port';
 
-export { listEvents, type StoredEvent } from './outbox';
+export {
+  FANOUT_WORKER,
+  type FanoutMessage,
+  getEvent,
+  listEvents,
+  markDispatched,
+  pendingEventsBefore,
+  type StoredEvent,
+} from './outbox';
 export { EVENT_TYPES, type EventOutbox, type EventType, type OutboxEvent } from './port';
 
 let instance: EventOutbox | undefined;

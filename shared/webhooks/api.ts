@@ -1,0 +1,156 @@
+import * as z from 'zod';
+import { endpoint } from '../http/endpoint';
+import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { EVENT_TYPES } from '../platform/events/port';
+
+const Url = z.string().trim().min(1).max(2048).describe('https://host/path on port 443 (public address)');
+const Events = z
+  .array(z.string().max(100))
+  .min(1)
+  .max(EVENT_TYPES.length + 1)
+  .describe(`Event types (${EVENT_TYPES.join(', ')}), or the single entry "*" for all`);
+
+export const WebhookEndpointCreate = z.object({
+  url: Url,
+  events: Events,
+  isActive: z.boolean().default(true),
+});
+export const WebhookEndpointUpdate = z.object({
+  url: Url.optional(),
+  events: Events.optional(),
+  isActive: z.boolean().optional(),
+  rotateSecret: z
+    .literal(true)
+    .optional()
+    .describe(
+      'Extension: issue a new secret (shown once in this answer); the old one keeps signing beside it for 24 hours',
+    ),
+});
+
+export const WebhookEndpoint = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  url: z.string(),
+  secret: z
+    .string()
+    .describe('The full secret only when created or rotated; later reads show whsec_… + last 4'),
+  events: z.array(z.string()),
+  isActive: z.boolean(),
+  previousSecretExpiresAt: z
+    .string()
+    .nullable()
+    .describe('Extension: while set, deliveries carry a second signature made with the previous secret'),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const WebhookDelivery = z.object({
+  id: z.string(),
+  endpointId: z.string(),
+  event: z.string().describe('Event type'),
+  eventId: z.string().describe('Extension: the event id (= webhook-id header)'),
+  payload: z.string().describe('The JSON body sent: { id, type, createdAt, orgId, data }'),
+  status: z.enum(['PENDING', 'SUCCESS', 'FAILED']).describe('Extension'),
+  statusCode: z.number().int().nullable(),
+  attempts: z.number().int(),
+  deliveredAt: z.string().nullable(),
+  nextAttemptAt: z.string().nullable().describe('Extension: when the next retry is due'),
+  error: z.string().nullable().describe('Extension: why the last attempt failed'),
+  createdAt: z.string(),
+});
+
+export const WebhookTestResult = z.object({
+  delivery: WebhookDelivery,
+  success: z.boolean(),
+  error: z.string().nullable(),
+});
+
+const tag = 'Event webhooks';
+const scope = 'webhooks' as const;
+
+export const listWebhooks = endpoint({
+  method: 'GET',
+  path: '/webhooks',
+  tag,
+  scope,
+  summary: 'List event webhook endpoints',
+  query: PageQuery,
+  response: z.array(WebhookEndpoint),
+  paginated: true,
+});
+export const createWebhook = endpoint({
+  method: 'POST',
+  path: '/webhooks',
+  tag,
+  scope,
+  admin: true,
+  summary: 'Create an event webhook endpoint (the full secret is shown once)',
+  body: WebhookEndpointCreate,
+  status: 201,
+  response: WebhookEndpoint,
+  errors: [403, 409],
+});
+export const getWebhook = endpoint({
+  method: 'GET',
+  path: '/webhooks/{id}',
+  tag,
+  scope,
+  summary: 'Get an event webhook endpoint (secret masked)',
+  params: IdParams,
+  response: WebhookEndpoint,
+});
+export const updateWebhook = endpoint({
+  method: 'PATCH',
+  path: '/webhooks/{id}',
+  tag,
+  scope,
+  admin: true,
+  summary: 'Change an event webhook endpoint, or rotate its secret',
+  params: IdParams,
+  body: WebhookEndpointUpdate,
+  response: WebhookEndpoint,
+  errors: [403, 409],
+});
+export const deleteWebhook = endpoint({
+  method: 'DELETE',
+  path: '/webhooks/{id}',
+  tag,
+  scope,
+  admin: true,
+  summary: 'Delete an event webhook endpoint and its delivery log',
+  params: IdParams,
+  response: Deleted,
+  errors: [403],
+});
+export const listWebhookDeliveries = endpoint({
+  method: 'GET',
+  path: '/webhooks/{id}/deliveries',
+  tag,
+  scope,
+  summary: "An endpoint's delivery log, newest first",
+  params: IdParams,
+  query: PageQuery,
+  response: z.array(WebhookDelivery),
+  paginated: true,
+});
+export const testWebhook = endpoint({
+  method: 'POST',
+  path: '/webhooks/{id}/test',
+  tag,
+  scope,
+  admin: true,
+  summary: 'Send a signed webhook.test event to the endpoint now (one attempt, no retries)',
+  params: IdParams,
+  response: WebhookTestResult,
+  errors: [403],
+});
+
+export const webhookEndpoints = [
+  listWebhooks,
+  createWebhook,
+  getWebhook,
+  updateWebhook,
+  deleteWebhook,
+  listWebhookDeliveries,
+  testWebhook,
+];

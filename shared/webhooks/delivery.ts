@@ -1,0 +1,163 @@
+import { OutboundFailed, OutboundRefused, sendOutbound } from '../outbound';
+import { config } from '../platform/config';
+import { encryption } from '../platform/encryption';
+import { logger } from '../platform/logger';
+import {
+  type DeliveryMessage,
+  enqueueAttempt,
+  isRetryableStatus,
+  MAX_ATTEMPTS,
+  retryDelayMs,
+} from './schedule';
+import { secretContext, signedHeaders } from './signing';
+import { type DeliveryRecord, type EndpointRecord, webhookStore } from './store';
+
+/** Bytes of the receiver's answer that are read (the rest is discarded; only the status matters). */
+const MAX_RESPONSE_BYTES = 4096;
+
+/** The secrets that sign now: the current one, and the previous one during the 24 h after a rotation. */
+export async function signingSecrets(endpoint: EndpointRecord, now = Date.now()): Promise<string[]> {
+  const ctx = secretContext(endpoint.orgId, endpoint.id);
+  const out = [await encryption().decrypt(endpoint.secretEnc, ctx)];
+  if (
+    endpoint.previousSecretEnc &&
+    endpoint.previousSecretUntil &&
+    Date.parse(endpoint.previousSecretUntil) > now
+  )
+    out.push(await encryption().decrypt(endpoint.previousSecretEnc, ctx));
+  return out;
+}
+
+export interface AttemptResult {
+  delivery: DeliveryRecord;
+  success: boolean;
+  error: string | null;
+}
+
+/**
+ * Makes attempt `n` of a delivery: claims it (one conditional write, so two workers never both send
+ * it), signs and POSTs the payload through the outbound module with the attempt timeout, and records
+ * the outcome; when a retry is due, queues the next attempt. Returns undefined when the attempt was
+ * not this caller's to make (already made, or the delivery is finished or gone).
+ */
+export async function attemptDelivery(
+  endpoint: EndpointRecord,
+  seq: number,
+  n: number,
+  opts: { maxAttempts?: number } = {},
+): Promise<AttemptResult | undefined> {
+  const cfg = config();
+  const timeoutMs = cfg.LOUPE_WEBHOOK_TIMEOUT_MS;
+  const start = Date.now();
+  const claimed = await webhookStore.claimAttempt(
+    endpoint.orgId,
+    endpoint.id,
+    seq,
+    n,
+    start,
+    start + timeoutMs + 30_000,
+  );
+  if (!claimed) return undefined;
+  let updated: DeliveryRecord | undefined;
+  let success: boolean;
+  let error: string | null;
+  let nextAt: number | null;
+  try {
+    const sent = await send(endpoint, claimed, start, timeoutMs);
+    ({ error } = sent);
+    success = error === null;
+    const last = n >= (opts.maxAttempts ?? MAX_ATTEMPTS);
+    nextAt = !success && sent.retryable && !last ? Date.now() + retryDelayMs(n) : null;
+    updated = await webhookStore.completeAttempt(endpoint.orgId, endpoint.id, seq, n, {
+      status: success ? 'SUCCESS' : nextAt ? 'PENDING' : 'FAILED',
+      statusCode: sent.statusCode,
+      deliveredAt: success ? new Date().toISOString() : null,
+      nextAttemptAt: nextAt ? new Date(nextAt).toISOString() : null,
+      error: error ? error.slice(0, 500) : null,
+      durationMs: sent.durationMs,
+    });
+  } catch (e) {
+    // Not a delivery outcome (decryption, the store): free the claim so that the queue's redelivery of
+    // this message can make the attempt again at once, then let the queue retry it.
+    await webhookStore.releaseAttempt(endpoint.orgId, endpoint.id, seq, n).catch(() => undefined);
+    throw e;
+  }
+  if (!updated) return undefined; // the lease ran out and another worker took the attempt over
+  if (nextAt)
+    await enqueueAttempt({
+      orgId: endpoint.orgId,
+      endpointId: endpoint.id,
+      seq,
+      attempt: n + 1,
+      notBefore: nextAt,
+    });
+  if (!success)
+    logger().info('webhook delivery attempt failed', {
+      orgId: endpoint.orgId,
+      endpointId: endpoint.id,
+      deliveryId: updated.id,
+      attempt: n,
+      statusCode: updated.statusCode,
+      willRetry: nextAt !== null,
+    });
+  return { delivery: updated, success, error };
+}
+
+/** Signs and sends one attempt; the outcome, or a throw for anything that is not a delivery outcome. */
+async function send(endpoint: EndpointRecord, d: DeliveryRecord, start: number, timeoutMs: number) {
+  const secrets = await signingSecrets(endpoint, start);
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'Loupe-Webhooks/1.0',
+    ...signedHeaders(secrets, d.eventId, Math.floor(start / 1000), d.payload),
+  };
+  try {
+    const res = await sendOutbound({
+      url: endpoint.url,
+      method: 'POST',
+      headers,
+      body: d.payload,
+      timeoutMs,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+    });
+    const ok = res.status >= 200 && res.status <= 299;
+    const retryable = !ok && isRetryableStatus(res.status);
+    return {
+      statusCode: res.status as number | null,
+      durationMs: Math.round(res.durationMs),
+      retryable,
+      error: ok ? null : `The endpoint answered HTTP ${res.status}${retryable ? '' : ' (not retried)'}.`,
+    };
+  } catch (e) {
+    let error: string;
+    if (e instanceof OutboundRefused) error = `Refused before connecting: ${e.reason}`;
+    else if (e instanceof OutboundFailed) error = `${e.kind}: ${e.message}`;
+    else throw e;
+    // Network errors are retried; so is a refusal (it may be a transient DNS answer; nothing was sent).
+    return { statusCode: null, durationMs: Date.now() - start, retryable: true, error };
+  }
+}
+
+/** The delivery worker's work for one message (idempotent: a repeated message changes nothing twice). */
+export async function handleDeliveryMessage(msg: DeliveryMessage): Promise<void> {
+  const now = Date.now();
+  if (msg.notBefore && msg.notBefore - now > 1000) {
+    await enqueueAttempt(msg, now); // the next hop of a wait longer than one queue delay
+    return;
+  }
+  const endpoint = await webhookStore.get(msg.orgId, msg.endpointId);
+  if (!endpoint) return; // deleted with its log
+  const d = await webhookStore.getDelivery(msg.orgId, msg.endpointId, msg.seq);
+  if (d?.status !== 'PENDING') return;
+  if (d.completed >= msg.attempt) {
+    // This attempt's outcome is recorded; if the worker stopped before queueing the next one, queue it.
+    if (d.completed === msg.attempt && d.attempts === msg.attempt && d.nextAttemptAt)
+      await enqueueAttempt({ ...msg, attempt: msg.attempt + 1, notBefore: Date.parse(d.nextAttemptAt) });
+    return;
+  }
+  if (!endpoint.isActive) {
+    await webhookStore.abandon(msg.orgId, msg.endpointId, msg.seq, 'The endpoint was deactivated; not sent.');
+    return;
+  }
+  await attemptDelivery(endpoint, msg.seq, msg.attempt);
+}
