@@ -5,7 +5,7 @@
  * volatile and stable functions, a volatile operator, BRIN and GIN indexes, a sequence and a victim
  * session; MariaDB has stored functions that write and lock; SQLite is a file compared byte for byte.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -16,6 +16,7 @@ import { closeAllDrivers } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { forgetCatalogVerdicts } from '../../shared/connections/guard/pg-catalog';
 import { classifyOnConnection, runReadOnly } from '../../shared/connections/run';
+import { resetConfig } from '../../shared/platform/config';
 import { failure } from '../support/drivers';
 
 const suffix = `${process.pid}_${Date.now().toString(36)}`;
@@ -492,21 +493,28 @@ describe.skipIf(!maria)('MariaDB: hostile statements are refused and change noth
 });
 
 describe('SQLite: hostile statements are refused and change nothing', () => {
+  // SQLite files live under the organization's folder of LOUPE_SQLITE_ROOT (shared/connections/sqlite-source.ts).
   const dir = mkdtempSync(join(tmpdir(), 'loupe-guard-sqlite-'));
-  const file = join(dir, 'g.db');
+  const orgId = `org-guard-${suffix}`;
+  const file = join(dir, orgId, 'g.db');
+  const savedRoot = process.env.LOUPE_SQLITE_ROOT;
   const target = (): ConnectionTarget => ({
     id: `guard-sqlite-${suffix}`,
+    orgId,
     version: '1',
     type: 'SQLITE',
     host: '',
     port: null,
-    database: file,
+    database: 'g.db',
     username: '',
     password: '',
     sslEnabled: false,
   });
 
   beforeAll(() => {
+    process.env.LOUPE_SQLITE_ROOT = dir;
+    resetConfig();
+    mkdirSync(join(dir, orgId));
     const d = new DatabaseSync(file);
     d.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL);
       INSERT INTO t VALUES (1, 'x', 3), (2, 'y', 1), (3, 'z', 2);`);
@@ -514,6 +522,9 @@ describe('SQLite: hostile statements are refused and change nothing', () => {
   });
   afterAll(async () => {
     await closeAllDrivers();
+    if (savedRoot === undefined) delete process.env.LOUPE_SQLITE_ROOT;
+    else process.env.LOUPE_SQLITE_ROOT = savedRoot;
+    resetConfig();
     rmSync(dir, { recursive: true, force: true });
   });
 
