@@ -1,7 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import * as z from 'zod';
 
-
 /** `10.0.0.0/8, fd00::/8, 192.0.2.7`: every entry a CIDR or a single address. */
 function cidrList(v: string): boolean {
   return v.split(',').every((raw) => {
