@@ -241,7 +241,9 @@ export class LoupeStack extends Stack {
       out.push(
         new iam.PolicyStatement({
           sid: 'SendMail',
-          actions: ['ses:SendEmail'],
+          // The mail port sends a raw MIME message through SES v2 SendEmail; grant both actions so either
+          // authorization path SES applies to raw content succeeds, on this one identity only.
+          actions: ['ses:SendEmail', 'ses:SendRawEmail'],
           resources: [
             this.formatArn({ service: 'ses', resource: 'identity', resourceName: settings.sesIdentity }),
           ],
