@@ -1,4 +1,4 @@
-import { type CfnResource, Stack, Validations } from 'aws-cdk-lib';
+import { type CfnResource, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import type { LoupeStack } from './stack';
 
@@ -48,7 +48,11 @@ export function acknowledgeNagFindings(stack: LoupeStack): void {
     );
 
   const tableIndexes = `Resource::${arnOf(stack.table)}/index/*`;
-  const schedules = `Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${stack.workers.scheduleGroupName}/*`;
+  // cdk-nag names a resource by its rendered ARN: pseudo parameters, or the literal region and account
+  // of an environment-specific stack.
+  const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  const schedules = `Resource::arn:<AWS::Partition>:scheduler:${region}:${account}:schedule/${stack.workers.scheduleGroupName}/*`;
   for (const [name, f] of stack.functions) {
     ack(
       f.role,

