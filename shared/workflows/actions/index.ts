@@ -7,7 +7,8 @@ import { getCredentialMeta } from '../../credentials/store';
 import { checkDestination, checkUrl } from '../../outbound';
 import { config as appConfig } from '../../platform/config';
 import { validationError } from '../../platform/errors';
-import { mailUnavailable } from '../../platform/mail';
+// Only the settings: the mail adapters (nodemailer, SES) and Markdown load with the first email.
+import { mailUnavailable } from '../../platform/mail/settings';
 import {
   type EmailActionConfig,
   EmailConfigSchema,
@@ -17,7 +18,6 @@ import {
   type WebhookActionConfig,
   WebhookConfigSchema,
 } from './config';
-import { deliverEmail } from './email-delivery';
 import { highestStep, renderJson, sampleContext, type TemplateContext } from './template';
 import type { ActionConfig, ActionType, DeliverInput, DeliverOutcome } from './types';
 import { deliverWebhook } from './webhook';
@@ -234,5 +234,7 @@ export async function deliverAction(input: DeliverInput): Promise<DeliverOutcome
     run: { id: input.runId, scheduledFor: input.scheduledFor },
     steps: input.steps,
   };
-  return input.action.type === 'WEBHOOK' ? deliverWebhook(input, ctx) : deliverEmail(input, ctx);
+  if (input.action.type === 'WEBHOOK') return deliverWebhook(input, ctx);
+  const { deliverEmail } = await import('./email-delivery');
+  return deliverEmail(input, ctx);
 }
