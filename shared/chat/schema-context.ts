@@ -7,6 +7,7 @@ import {
   rawWords,
   type SchemaIndex,
   term,
+  terms,
 } from './schema-index';
 
 export { bareName, type NoteLike, notesOf } from './schema-index';
@@ -152,19 +153,33 @@ export function renderTable(
   return lines.join('\n');
 }
 
-/** A table in one line: name, row estimate and every column with its type and keys (no annotations). */
-export function renderTableBrief(table: TableInfo, opts: { maxColumns?: number } = {}): string {
+/**
+ * A table in one line: name, row estimate and every column with its type and keys. Annotations are left
+ * out, except the example values of a column when one of them shares a word with the question (so that a
+ * question naming `LAM` sees the column that holds it).
+ */
+export function renderTableBrief(
+  table: TableInfo,
+  opts: { maxColumns?: number; notes?: NoteLike[]; questionTerms?: Set<string> } = {},
+): string {
   const maxColumns = opts.maxColumns ?? MAX_COLUMNS_SHOWN;
   const fkOf = new Map<string, string>();
   for (const fk of table.foreignKeys)
     fk.columns.forEach((c, i) => {
       fkOf.set(c, `${fk.referencedTable}.${fk.referencedColumns[i] ?? fk.referencedColumns[0] ?? '?'}`);
     });
+  const q = opts.questionTerms;
+  const matched = new Map<string, string>();
+  if (q?.size && opts.notes)
+    for (const n of notesOf(table, opts.notes))
+      if (n.columnName !== null && n.examples && rawWords(n.examples).some((w) => q.has(term(w))))
+        matched.set(n.columnName.toLowerCase(), n.examples);
   const kind = table.kind === 'table' ? 'TABLE' : table.kind === 'view' ? 'VIEW' : 'COLLECTION';
   const rows = table.rowEstimate === null ? '' : ` (~${table.rowEstimate.toLocaleString('en-US')} rows)`;
   const cols = table.columns.slice(0, maxColumns).map((c) => {
     const ref = fkOf.get(c.name);
-    return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}`;
+    const values = matched.get(c.name.toLowerCase());
+    return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}${values ? ` [values: ${clip(values, 120)}]` : ''}`;
   });
   const more = table.columns.length > cols.length ? `, … +${table.columns.length - cols.length} more` : '';
   return `${kind} ${table.name}${rows}: ${cols.join(', ')}${more}`;
@@ -193,8 +208,8 @@ export interface SchemaContextOptions {
 /** Table names a statement reads (after FROM and JOIN), from its text; best effort, for ranking only. */
 export function tablesInSql(sql: string): string[] {
   const out: string[] = [];
-  const ident = String.raw`(?:"[^"]+"|\`[^\`]+\`|\[[^\]]+\]|[\p{L}_][\p{L}\p{N}_$]*)`;
-  const re = new RegExp(String.raw`\b(?:from|join)\s+(${ident}(?:\s*\.\s*${ident}){0,2})`, 'giu');
+  const ident = '(?:"[^"]+"|`[^`]+`|\\[[^\\]]+\\]|[\\p{L}_][\\p{L}\\p{N}_$]*)';
+  const re = new RegExp(`\\b(?:from|join)\\s+(${ident}(?:\\s*\\.\\s*${ident}){0,2})`, 'giu');
   for (const m of sql.matchAll(re)) out.push(m[1].replace(/\s+/g, '').replace(/["`[\]]/g, ''));
   return [...new Set(out)];
 }
@@ -252,6 +267,7 @@ export function buildSchemaContext(
     };
 
   const index = buildIndex(tables, notes);
+  const questionTerms = new Set(terms(question));
   const score = lexicalScores(index, question);
   for (const q of earlierQuestions)
     for (const [i, s] of lexicalScores(index, q)) score.set(i, (score.get(i) ?? 0) + s / 2);
@@ -306,7 +322,10 @@ export function buildSchemaContext(
   for (const i of order) {
     if (detailed.length >= MAX_DETAILED_TABLES) break;
     const t = tables[i];
-    const r = detailed.length < FULL_TABLES ? render(t) : renderTableBrief(t, { maxColumns: 40 });
+    const r =
+      detailed.length < FULL_TABLES
+        ? render(t)
+        : renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
     if (used + r.length + 1 > budget) {
       if (budget - used < 200) break;
       continue;
