@@ -7,14 +7,16 @@ import { executeReadOnly } from '../connections/execute';
 import { AppError, isAppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 import { classifyIntent, type Intent } from './intent';
-import { boundLoopMessages, buildMessages, type HistoryMessage } from './prompt';
+import { boundLoopMessages, buildMessages, FIRST_PROMPT_LIMIT, type HistoryMessage } from './prompt';
 import type { ChatStep } from './response';
 import {
   buildSchemaContext,
+  CATALOG_BUDGET,
   clip,
   findTables,
   type NoteLike,
   renderTable,
+  SCHEMA_BUDGET,
   searchTables,
 } from './schema-context';
 import type { ChatEvent } from './sse';
@@ -68,6 +70,28 @@ export interface AssistantResult {
   usage: { model: string; promptTokens: number; completionTokens: number };
 }
 
+/**
+ * The function that chooses the tables of the first prompt. A seam for the linking benchmark
+ * (bench/linking.ts), which measures the retrieval before issue 16 against this one in the same run.
+ */
+export let schemaContextBuilder: typeof buildSchemaContext = buildSchemaContext;
+export function setSchemaContextBuilder(fn: typeof buildSchemaContext): void {
+  schemaContextBuilder = fn;
+}
+
+/** Bytes of JSON the schema text may take: what the first request leaves of FIRST_PROMPT_LIMIT. */
+function schemaRoom(
+  base: Omit<Parameters<typeof buildMessages>[0], 'schema'>,
+  tools: ReturnType<typeof toolDefinitions> | undefined,
+): number {
+  const probe = buildMessages({ ...base, schema: { text: '', detailed: [], total: 0, partial: true } });
+  // The request also carries the model name, options and JSON punctuation: 600 bytes of margin.
+  const fixed = Buffer.byteLength(JSON.stringify({ messages: probe, tools })) + 600;
+  // JSON escaping of newlines and quotes, and multi-byte characters: the schema text's bytes are
+  // counted as 1.1 per character.
+  return Math.floor((FIRST_PROMPT_LIMIT - fixed) / 1.1);
+}
+
 const FALLBACK_ANSWER = 'I could not produce an answer to that question. Please rephrase it or add detail.';
 
 /**
@@ -81,16 +105,25 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
   const emit = input.emit ?? (() => {});
   const tables = input.tables ?? [];
   const earlier = input.history.filter((m) => m.role === 'USER').map((m) => m.content);
-  const schema =
-    connection && input.tables ? buildSchemaContext(tables, input.notes, input.question, earlier) : null;
-  const messages: ChatCompletionMessageParam[] = buildMessages({
+  const earlierSql = input.history.flatMap((m) => (m.sqlQuery ? [m.sqlQuery] : []));
+  const base = {
     connection,
     availableConnections: input.availableConnections,
-    schema,
     schemaSummary: input.schemaSummary,
     history: input.history,
     question: input.question,
-  });
+  };
+  const schema =
+    connection && input.tables
+      ? schemaContextBuilder(tables, input.notes, input.question, earlier, {
+          earlierSql,
+          maxChars: Math.min(
+            SCHEMA_BUDGET + CATALOG_BUDGET,
+            schemaRoom(base, toolDefinitions(connection.type, true)),
+          ),
+        })
+      : null;
+  const messages: ChatCompletionMessageParam[] = buildMessages({ ...base, schema });
 
   const steps: ChatStep[] = [];
   let content = '';

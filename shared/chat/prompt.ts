@@ -16,8 +16,8 @@ const HISTORY_USER_CHARS = 1_000;
 const HISTORY_ANSWER_CHARS = 1_200;
 const HISTORY_SQL_CHARS = 1_500;
 const SUMMARY_CHARS = 1_500;
-/** The first request (system prompt, history, question and tool definitions) stays under this many characters. */
-export const FIRST_PROMPT_LIMIT = 45_000;
+/** The first request's JSON (system prompt, history, question and tool definitions) stays under this many bytes (40 KB). */
+export const FIRST_PROMPT_LIMIT = 40_000;
 /** Later requests of the same answer are kept under this by shortening older tool results. */
 export const LOOP_PROMPT_LIMIT = 60_000;
 

@@ -1,23 +1,38 @@
 import type { TableInfo } from '../connections/drivers/types';
+import {
+  bareName,
+  buildIndex,
+  type NoteLike,
+  notesOf,
+  rawWords,
+  type SchemaIndex,
+  term,
+  terms,
+} from './schema-index';
 
-/** The annotation fields the assistant uses (a subset of the connections capability's Annotation). */
-export interface NoteLike {
-  tableName: string;
-  columnName: string | null;
-  annotation: string;
-  dataType?: string | null;
-  examples?: string | null;
-}
+export { bareName, type NoteLike, notesOf } from './schema-index';
 
-/** Characters of detailed table definitions in the first prompt. */
-export const SCHEMA_BUDGET = 14_000;
+/**
+ * The schema part of the first prompt is budgeted in tokens (estimated from bytes, see estimateTokens):
+ * the best-ranked tables are described with their columns until the budget is spent.
+ */
+export const SCHEMA_TOKEN_BUDGET = 6_000;
+/** Bytes per token assumed by estimateTokens (schema text is identifier-heavy: about 3.5 on common tokenizers). */
+const BYTES_PER_TOKEN = 3.5;
+/** Characters of detailed table definitions in the first prompt at most (the token budget in characters). */
+export const SCHEMA_BUDGET = Math.floor(SCHEMA_TOKEN_BUDGET * BYTES_PER_TOKEN);
 /** Characters of the name-only list of the other tables. */
 export const CATALOG_BUDGET = 3_000;
-/** Detailed tables in the first prompt at most. */
-export const MAX_DETAILED_TABLES = 30;
+/** Tables described in the first prompt at most. */
+export const MAX_DETAILED_TABLES = 60;
+/** Tables described in full (with annotations and examples); the next ones get one line each. */
+export const FULL_TABLES = 8;
 /** Columns shown per table before "+N more". */
 export const MAX_COLUMNS_SHOWN = 60;
 const NOTE_CHARS = 240;
+
+/** A rough token count of a text (bytes / 3.5), for budgets; never sent anywhere. */
+export const estimateTokens = (text: string) => Math.ceil(Buffer.byteLength(text) / BYTES_PER_TOKEN);
 
 const STOP = new Set(
   (
@@ -49,69 +64,43 @@ export function stem(w: string): string {
   return w;
 }
 
-/** The table name without its schema qualifier (`sales.orders` → `orders`). */
-export const bareName = (name: string) => name.slice(name.lastIndexOf('.') + 1);
-
-/** Annotations of one table: matched by full or bare name, case-insensitively. */
-export function notesOf(table: TableInfo, notes: NoteLike[]): NoteLike[] {
-  const full = table.name.toLowerCase();
-  const bare = bareName(table.name).toLowerCase();
-  return notes.filter((n) => {
-    const t = n.tableName.toLowerCase();
-    return t === full || t === bare || (table.schema && t === `${table.schema}.${bare}`.toLowerCase());
-  });
-}
-
-interface Indexed {
-  table: TableInfo;
-  nameWords: Set<string>;
-  columnWords: Set<string>;
-  noteWords: Set<string>;
-}
-
-function index(table: TableInfo, notes: NoteLike[]): Indexed {
-  const tableNotes = notesOf(table, notes);
-  return {
-    table,
-    nameWords: new Set(words(bareName(table.name))),
-    columnWords: new Set(table.columns.flatMap((c) => words(c.name))),
-    noteWords: new Set(tableNotes.flatMap((n) => words(`${n.annotation} ${n.examples ?? ''}`))),
-  };
-}
-
-const near = (a: string, b: string) => a.length >= 4 && b.length >= 4 && (a.startsWith(b) || b.startsWith(a));
-
-/** Relevance of a table to a set of question words: name hits weigh most, then columns, then annotations. */
-export function scoreTable(ix: Indexed, qWords: string[], questionLower: string): number {
-  let score = 0;
-  // A name hit weighs 6 when the name is one word; names with words the question lacks weigh less.
-  const perNameWord = 6 / Math.max(1, ix.nameWords.size);
-  for (const q of new Set(qWords)) {
-    if (ix.nameWords.has(q)) score += Math.max(perNameWord, 2.5);
-    else if ([...ix.nameWords].some((n) => near(n, q))) score += Math.max(perNameWord / 2, 1.25);
-    if (ix.columnWords.has(q)) score += 2;
-    else if ([...ix.columnWords].some((n) => near(n, q))) score += 0.5;
-    if (ix.noteWords.has(q)) score += 1.5;
-  }
-  const bare = bareName(ix.table.name).toLowerCase();
-  if (bare.length >= 3 && new RegExp(`\\b${escapeRe(bare)}\\b`).test(questionLower)) score += 8;
-  return score;
-}
-
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 /** Tables ranked by relevance to the text (only those that match at all), best first. */
 export function rankTables(
   tables: TableInfo[],
   notes: NoteLike[],
   text: string,
+  index: SchemaIndex = buildIndex(tables, notes),
 ): Array<{ table: TableInfo; score: number }> {
-  const q = words(text);
-  const lower = text.toLowerCase();
-  return tables
-    .map((t) => ({ table: t, score: scoreTable(index(t, notes), q, lower) }))
-    .filter((r) => r.score > 0)
+  const scores = lexicalScores(index, text);
+  return [...scores.entries()]
+    .map(([i, score]) => ({ table: tables[i], score }))
     .sort((a, b) => b.score - a.score || a.table.name.localeCompare(b.table.name));
+}
+
+/**
+ * BM25 score of each matching table, plus a bonus when the question names the table outright
+ * (all the words of its name, in any form: `order items` for `order_items`).
+ */
+function lexicalScores(index: SchemaIndex, text: string): Map<number, number> {
+  const scores = index.rank(text);
+  if (!scores.size) return scores;
+  const top = Math.max(...scores.values());
+  const qTerms = new Set(rawWords(text).map(term));
+  for (const [i, s] of scores) {
+    const nameTerms = rawWords(bareName(index.tables[i].name)).map(term);
+    if (nameTerms.length && nameTerms.every((w) => qTerms.has(w))) scores.set(i, s + top * 0.5);
+  }
+  return scores;
+}
+
+/** Auto annotations repeat the column's type, key and reference: the prompt keeps only what they add. */
+function noteText(n: NoteLike): string {
+  if (n.source !== 'auto' || n.columnName === null) return n.annotation;
+  return n.annotation
+    .replace(/^[^.]*?, (nullable|not null)\.\s*/, '')
+    .replace(/(Part of the primary key|Primary key)\.\s*/, '')
+    .replace(/References [^\s]+\.\s*/, '')
+    .trim();
 }
 
 /** A table's definition as compact text: columns with types, keys, references and annotations. */
@@ -154,7 +143,7 @@ export function renderTable(
     if (ref) bits.push(`→ ${ref}`);
     const n = colNote.get(c.name.toLowerCase());
     if (n) {
-      const extra = [n.annotation, n.examples ? `examples: ${n.examples}` : ''].filter(Boolean).join('; ');
+      const extra = [noteText(n), n.examples ? `examples: ${n.examples}` : ''].filter(Boolean).join('; ');
       bits.push(`-- ${clip(extra, NOTE_CHARS)}`);
     }
     lines.push(bits.join(' '));
@@ -162,6 +151,38 @@ export function renderTable(
   if (table.columns.length > cols.length)
     lines.push(`  … +${table.columns.length - cols.length} more columns (describe_tables shows all)`);
   return lines.join('\n');
+}
+
+/**
+ * A table in one line: name, row estimate and every column with its type and keys. Annotations are left
+ * out, except the example values of a column when one of them shares a word with the question (so that a
+ * question naming `LAM` sees the column that holds it).
+ */
+export function renderTableBrief(
+  table: TableInfo,
+  opts: { maxColumns?: number; notes?: NoteLike[]; questionTerms?: Set<string> } = {},
+): string {
+  const maxColumns = opts.maxColumns ?? MAX_COLUMNS_SHOWN;
+  const fkOf = new Map<string, string>();
+  for (const fk of table.foreignKeys)
+    fk.columns.forEach((c, i) => {
+      fkOf.set(c, `${fk.referencedTable}.${fk.referencedColumns[i] ?? fk.referencedColumns[0] ?? '?'}`);
+    });
+  const q = opts.questionTerms;
+  const matched = new Map<string, string>();
+  if (q?.size && opts.notes)
+    for (const n of notesOf(table, opts.notes))
+      if (n.columnName !== null && n.examples && rawWords(n.examples).some((w) => q.has(term(w))))
+        matched.set(n.columnName.toLowerCase(), n.examples);
+  const kind = table.kind === 'table' ? 'TABLE' : table.kind === 'view' ? 'VIEW' : 'COLLECTION';
+  const rows = table.rowEstimate === null ? '' : ` (~${table.rowEstimate.toLocaleString('en-US')} rows)`;
+  const cols = table.columns.slice(0, maxColumns).map((c) => {
+    const ref = fkOf.get(c.name);
+    const values = matched.get(c.name.toLowerCase());
+    return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}${values ? ` [values: ${clip(values, 120)}]` : ''}`;
+  });
+  const more = table.columns.length > cols.length ? `, … +${table.columns.length - cols.length} more` : '';
+  return `${kind} ${table.name}${rows}: ${cols.join(', ')}${more}`;
 }
 
 export const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
@@ -177,26 +198,54 @@ export interface SchemaContext {
   partial: boolean;
 }
 
+export interface SchemaContextOptions {
+  /** SQL of earlier answers in the conversation: the tables they used are kept in the prompt. */
+  earlierSql?: string[];
+  /** Characters the schema text may take at most (the room left in the first request); default SCHEMA_BUDGET + CATALOG_BUDGET. */
+  maxChars?: number;
+}
+
+/** Table names a statement reads (after FROM and JOIN), from its text; best effort, for ranking only. */
+export function tablesInSql(sql: string): string[] {
+  const out: string[] = [];
+  const ident = '(?:"[^"]+"|`[^`]+`|\\[[^\\]]+\\]|[\\p{L}_][\\p{L}\\p{N}_$]*)';
+  const re = new RegExp(`\\b(?:from|join)\\s+(${ident}(?:\\s*\\.\\s*${ident}){0,2})`, 'giu');
+  for (const m of sql.matchAll(re)) out.push(m[1].replace(/\s+/g, '').replace(/["`[\]]/g, ''));
+  return [...new Set(out)];
+}
+
 /**
  * Chooses the tables the prompt describes. A schema that fits the budget is given whole. A large one
- * (hundreds of tables) is narrowed: tables matching the question's words (names, columns, annotations;
- * the earlier questions of the conversation count at half weight), then the tables they reference or
- * that reference them, until the character budget; the rest are listed by name only while that list
- * fits, and the search_tables / describe_tables tools reach everything else. The result is bounded by
- * SCHEMA_BUDGET + CATALOG_BUDGET whatever the schema's size.
+ * (hundreds of tables) is narrowed:
+ *  1. lexical rank (BM25 over table names, column names, annotations and example values; see
+ *     schema-index.ts) of the question, plus the earlier questions of the conversation at half weight;
+ *  2. tables the conversation's earlier SQL used, kept first;
+ *  3. join-path expansion: tables linked to the best matches (declared foreign keys both ways, and
+ *     key-like column names: `customer_id` → customers, a shared key column such as `aid`) gain a share of
+ *     their score, most for tables that link two good matches (bridge tables);
+ *  4. the budget (SCHEMA_TOKEN_BUDGET, or less when the rest of the request leaves less room) is spent
+ *     in that order: the first FULL_TABLES tables in full (with annotations and examples), the next ones
+ *     in one line each with their columns and types. The rest are listed by name while that list fits;
+ *     the search_tables / describe_tables tools reach everything else.
  */
 export function buildSchemaContext(
   tables: TableInfo[],
   notes: NoteLike[],
   question: string,
   earlierQuestions: string[] = [],
+  opts: SchemaContextOptions = {},
 ): SchemaContext {
-  const rendered = new Map<string, string>();
+  const focus = words(question);
+  const maxChars = Math.max(1_000, opts.maxChars ?? SCHEMA_BUDGET + CATALOG_BUDGET);
+  const catalogBudget = Math.min(CATALOG_BUDGET, Math.floor(maxChars / 6));
+  const budget = maxChars - catalogBudget;
+  const full = new Map<string, string>();
   const render = (t: TableInfo) => {
-    let r = rendered.get(t.name);
+    let r = full.get(t.name);
     if (r === undefined) {
-      r = renderTable(t, notes, { focus: words(question) });
-      rendered.set(t.name, r);
+      r = renderTable(t, notes, { focus });
+      if (r.length > budget / 4) r = renderTable(t, notes, { focus, maxColumns: 25 });
+      full.set(t.name, r);
     }
     return r;
   };
@@ -209,7 +258,7 @@ export function buildSchemaContext(
     };
 
   const all = tables.reduce((n, t) => n + render(t).length + 1, 0);
-  if (all <= SCHEMA_BUDGET && tables.length <= MAX_DETAILED_TABLES * 2)
+  if (all <= budget && tables.length <= MAX_DETAILED_TABLES)
     return {
       text: tables.map(render).join('\n'),
       detailed: tables.map((t) => t.name),
@@ -217,50 +266,72 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  const scores = new Map<string, number>();
-  for (const r of rankTables(tables, notes, question)) scores.set(r.table.name, r.score);
+  const index = buildIndex(tables, notes);
+  const questionTerms = new Set(terms(question));
+  const score = lexicalScores(index, question);
   for (const q of earlierQuestions)
-    for (const r of rankTables(tables, notes, q))
-      scores.set(r.table.name, (scores.get(r.table.name) ?? 0) + r.score / 2);
-  const byName = new Map(tables.map((t) => [t.name.toLowerCase(), t]));
-  const byBare = new Map(tables.map((t) => [bareName(t.name).toLowerCase(), t]));
-  const lookup = (name: string) => byName.get(name.toLowerCase()) ?? byBare.get(bareName(name).toLowerCase());
+    for (const [i, s] of lexicalScores(index, q)) score.set(i, (score.get(i) ?? 0) + s / 2);
+  const top = Math.max(0, ...score.values());
 
-  const ranked = tables
-    .filter((t) => (scores.get(t.name) ?? 0) > 0)
-    .sort((a, b) => (scores.get(b.name) ?? 0) - (scores.get(a.name) ?? 0) || a.name.localeCompare(b.name));
-  const order: TableInfo[] = [];
-  const seen = new Set<string>();
-  const add = (t: TableInfo | undefined) => {
-    if (t && !seen.has(t.name)) {
-      seen.add(t.name);
-      order.push(t);
+  // Earlier SQL's tables first.
+  const pinned: number[] = [];
+  const position = new Map(tables.map((t, i) => [t, i]));
+  for (const sql of opts.earlierSql ?? [])
+    for (const t of findTables(tables, tablesInSql(sql)).found) {
+      const i = position.get(t)!;
+      if (!pinned.includes(i)) pinned.push(i);
     }
-  };
-  for (const t of ranked) add(t);
-  // Neighbours of the best matches, so that joins are writable without a lookup.
-  for (const t of ranked.slice(0, 8)) {
-    for (const fk of t.foreignKeys) add(lookup(fk.referencedTable));
-    for (const other of tables)
-      if (other.foreignKeys.some((fk) => lookup(fk.referencedTable)?.name === t.name)) add(other);
-  }
+
+  // Join-path expansion from the best matches.
+  const seeds = [...score.entries()]
+    .filter(([, s]) => s >= top * 0.2)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10);
+  for (const i of pinned) if (!seeds.some(([j]) => j === i)) seeds.push([i, top]);
+  const bonus = new Map<number, number>();
+  for (const [i, s] of seeds)
+    for (const j of index.neighbours(i)) bonus.set(j, (bonus.get(j) ?? 0) + s * 0.35);
+  const final = new Map(score);
+  for (const [j, b] of bonus) final.set(j, (final.get(j) ?? 0) + b);
+
+  const order: number[] = [...pinned];
+  const seen = new Set(pinned);
+  for (const [i] of [...final.entries()].sort(
+    (a, b) => b[1] - a[1] || tables[a[0]].name.localeCompare(tables[b[0]].name),
+  ))
+    if (!seen.has(i)) {
+      seen.add(i);
+      order.push(i);
+    }
   // Nothing matched: start from the largest tables.
   if (!order.length)
-    [...tables]
-      .sort((a, b) => (b.rowEstimate ?? -1) - (a.rowEstimate ?? -1) || a.name.localeCompare(b.name))
-      .forEach(add);
+    tables
+      .map((_, i) => i)
+      .sort(
+        (a, b) =>
+          (tables[b].rowEstimate ?? -1) - (tables[a].rowEstimate ?? -1) ||
+          tables[a].name.localeCompare(tables[b].name),
+      )
+      .forEach((i) => {
+        order.push(i);
+      });
 
   const detailed: TableInfo[] = [];
+  const pieces: string[] = [];
   let used = 0;
-  for (const t of order) {
+  for (const i of order) {
     if (detailed.length >= MAX_DETAILED_TABLES) break;
-    let r = render(t);
-    if (r.length > SCHEMA_BUDGET / 2) {
-      r = renderTable(t, notes, { focus: words(question), maxColumns: 25 });
-      rendered.set(t.name, r);
+    const t = tables[i];
+    const r =
+      detailed.length < FULL_TABLES
+        ? render(t)
+        : renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
+    if (used + r.length + 1 > budget) {
+      if (budget - used < 200) break;
+      continue;
     }
-    if (used + r.length + 1 > SCHEMA_BUDGET) continue;
     detailed.push(t);
+    pieces.push(r);
     used += r.length + 1;
   }
   const shown = new Set(detailed.map((t) => t.name));
@@ -272,11 +343,11 @@ export function buildSchemaContext(
   let listed = 0;
   for (const name of others) {
     const piece = (listed ? ', ' : '') + name;
-    if (catalog.length + piece.length > CATALOG_BUDGET - 80) break;
+    if (catalog.length + piece.length > catalogBudget - 160) break;
     catalog += piece;
     listed++;
   }
-  const parts = [detailed.map(render).join('\n')];
+  const parts = [pieces.join('\n')];
   if (others.length)
     parts.push(
       `\nOther tables (${others.length}; not described above — use search_tables or describe_tables before querying them): ${catalog}${

@@ -38,6 +38,13 @@ const SAMPLE_TIMEOUT_MS = 10_000;
 const SAMPLE_MAX_BYTES = 1024 * 1024;
 const EXAMPLES_SHOWN = 5;
 const EXAMPLE_CHARS = 40;
+/**
+ * A text column with at most this many distinct values in the sample, each seen at least twice on
+ * average (or the whole table sampled), is treated as a code or category column: every value seen is
+ * kept as an example (most frequent first), so that a question naming one (`LAM`, `CZK`) finds the column.
+ */
+export const LOW_CARDINALITY_VALUES = 20;
+const LOW_CARDINALITY_CHARS = 400;
 
 /** Names that suggest secrets or personal identifiers: their values are never copied into annotations. */
 const SENSITIVE =
@@ -240,9 +247,36 @@ export function deterministicAnnotator(
             parts.push(`Values look like ${label}.`);
             break;
           }
+      const wholeTable = sample.rowCount < SAMPLE_ROWS && !sample.truncated;
+      const lowCardinality =
+        strings.length > 0 &&
+        strings.length === present.length &&
+        distinct.length <= LOW_CARDINALITY_VALUES &&
+        strings.every((v) => v.length <= EXAMPLE_CHARS && !PATTERNS.some(([re]) => re.test(v))) &&
+        (distinct.length * 2 <= present.length || (wholeTable && distinct.length < present.length));
       if (sensitive)
         parts.push('Example values withheld: the column name suggests a secret or personal identifier.');
-      else if (distinct.length) examples = distinct.slice(0, EXAMPLES_SHOWN).map(display).join(', ');
+      else if (lowCardinality) {
+        const count = new Map<string, number>();
+        for (const v of strings) count.set(v, (count.get(v) ?? 0) + 1);
+        const byFrequency = [...count.entries()]
+          .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+          .map(([v]) => display(v));
+        let text = '';
+        let shown = 0;
+        for (const v of byFrequency) {
+          const next = text ? `${text}, ${v}` : v;
+          if (next.length > LOW_CARDINALITY_CHARS) break;
+          text = next;
+          shown++;
+        }
+        examples = text;
+        parts.push(
+          shown === distinct.length
+            ? 'Looks like a category or code: every value seen is listed.'
+            : 'Looks like a category or code: the most frequent values seen are listed.',
+        );
+      } else if (distinct.length) examples = distinct.slice(0, EXAMPLES_SHOWN).map(display).join(', ');
     }
     out.push({
       tableName: table.name,

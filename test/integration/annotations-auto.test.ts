@@ -87,6 +87,64 @@ describe('automatic annotation: sample queries and the deterministic annotator',
     expect(JSON.stringify(out)).not.toContain('h1');
   });
 
+  it('lists every value seen of a low-cardinality text column, most frequent first', () => {
+    const customers: TableInfo = {
+      name: 'customers',
+      kind: 'table',
+      columns: [
+        { name: 'CustomerID', type: 'integer', nullable: false, primaryKey: true },
+        { name: 'Segment', type: 'text', nullable: true, primaryKey: false },
+        { name: 'Currency', type: 'text', nullable: true, primaryKey: false },
+        { name: 'Name', type: 'text', nullable: true, primaryKey: false },
+        { name: 'Joined', type: 'text', nullable: true, primaryKey: false },
+      ],
+      primaryKey: ['CustomerID'],
+      foreignKeys: [],
+      rowEstimate: 32_000,
+    };
+    const segments = ['SME', 'SME', 'KAM', 'SME', 'LAM', 'KAM', 'SME', 'KAM'];
+    const rows = Array.from({ length: 50 }, (_, i) => ({
+      CustomerID: i + 1,
+      Segment: segments[i % segments.length],
+      Currency: i % 10 === 3 ? 'EUR' : 'CZK',
+      Name: `Customer ${i + 1}`,
+      Joined: `2024-01-${String((i % 28) + 1).padStart(2, '0')}`,
+    }));
+    const out = deterministicAnnotator(
+      customers,
+      { tables: [customers] },
+      {
+        columns: Object.keys(rows[0]),
+        rows,
+        rowCount: 50,
+        executionTime: 1,
+        truncated: true,
+      },
+    );
+    const col = (name: string) => out.find((a) => a.columnName === name)!;
+    // Beyond the 5 examples of other columns: all values, the rare LAM included.
+    expect(col('Segment').examples).toBe('SME, KAM, LAM');
+    expect(col('Segment').annotation).toContain('every value seen is listed');
+    expect(col('Currency').examples).toBe('CZK, EUR');
+    // Many distinct values, dates and numbers: the first few as before, no category claim.
+    expect(col('Name').examples).toBe('Customer 1, Customer 2, Customer 3, Customer 4, Customer 5');
+    expect(col('Name').annotation).not.toContain('category');
+    expect(col('Joined').annotation).not.toContain('category');
+    expect(col('CustomerID').annotation).not.toContain('category');
+    // A small table seen whole, each value once: not a category either.
+    const few = deterministicAnnotator(
+      customers,
+      { tables: [customers] },
+      {
+        columns: ['Segment'],
+        rows: [{ Segment: 'SME' }, { Segment: 'KAM' }],
+        rowCount: 2,
+        executionTime: 1,
+      },
+    );
+    expect(few.find((a) => a.columnName === 'Segment')!.annotation).not.toContain('category');
+  });
+
   it('works without a sample (sampling failed) and says when the sample is empty', () => {
     const out = deterministicAnnotator(users, schema);
     expect(out).toHaveLength(6);
