@@ -257,8 +257,7 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  const all = tables.reduce((n, t) => n + render(t).length + 1, 0);
-  if (all <= budget && tables.length <= MAX_DETAILED_TABLES)
+  if (tables.length <= MAX_DETAILED_TABLES && tables.reduce((n, t) => n + render(t).length + 1, 0) <= budget)
     return {
       text: tables.map(render).join('\n'),
       detailed: tables.map((t) => t.name),
@@ -322,10 +321,9 @@ export function buildSchemaContext(
   for (const i of order) {
     if (detailed.length >= MAX_DETAILED_TABLES) break;
     const t = tables[i];
-    const r =
-      detailed.length < FULL_TABLES
-        ? render(t)
-        : renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
+    const brief = () => renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
+    let r = detailed.length < FULL_TABLES ? render(t) : brief();
+    if (used + r.length + 1 > budget && detailed.length < FULL_TABLES) r = brief();
     if (used + r.length + 1 > budget) {
       if (budget - used < 200) break;
       continue;

@@ -2,15 +2,19 @@ import { describe, expect, it } from 'vitest';
 import {
   buildSchemaContext,
   CATALOG_BUDGET,
+  estimateTokens,
   findTables,
   MAX_DETAILED_TABLES,
   type NoteLike,
   rankTables,
   renderTable,
   SCHEMA_BUDGET,
+  SCHEMA_TOKEN_BUDGET,
   searchTables,
+  tablesInSql,
   words,
 } from '../../shared/chat/schema-context';
+import { terms } from '../../shared/chat/schema-index';
 import type { TableInfo } from '../../shared/connections/drivers/types';
 
 const table = (
@@ -187,5 +191,138 @@ describe('lookup tools', () => {
     const { found, missing } = findTables(tables, ['"Customers"', 'orders', 'sales.orders', 'nope']);
     expect(found.map((t) => t.name)).toEqual(['customers', 'sales.orders']);
     expect(missing).toEqual(['nope']);
+  });
+});
+
+describe('retrieval for large schemas (issue 16)', () => {
+  const named = (
+    name: string,
+    columns: Array<[string, boolean?]>,
+    fks: Array<[string, string, string]> = [],
+  ): TableInfo => ({
+    name,
+    schema: name.includes('.') ? name.split('.')[0] : undefined,
+    kind: 'table',
+    columns: columns.map(([c, pk]) => ({ name: c, type: 'text', nullable: !pk, primaryKey: !!pk })),
+    primaryKey: columns.filter(([, pk]) => pk).map(([c]) => c),
+    foreignKeys: fks.map(([col, ref, refCol]) => ({
+      columns: [col],
+      referencedTable: ref,
+      referencedColumns: [refCol],
+    })),
+    rowEstimate: 100,
+  });
+  const fillers = (n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      named(`ops.sys_${FILLER[i % FILLER.length]}_${i}`, [['id', true], ['payload'], ['kind'], ['status']]),
+    );
+
+  it('splits identifiers and stems terms, so CustomerID and plural names meet the question', () => {
+    expect(terms('CustomerID')).toEqual(['custom', 'id']);
+    expect(terms('order_items')).toEqual(terms('Order Item'));
+    expect(terms('HTTPServerLogs2024')).toEqual(['http', 'server', 'log']);
+    const tables = [named('crm.Customers', [['CustomerID', true], ['Segment']]), ...fillers(50)];
+    expect(rankTables(tables, [], 'which customer segment is largest')[0].table.name).toBe('crm.Customers');
+  });
+
+  it('ranks the table whose sampled values contain a word of the question', () => {
+    const tables = [
+      named('debit.customers', [['CustomerID', true], ['Segment'], ['Currency']]),
+      named('debit.gasstations', [['GasStationID', true], ['Segment'], ['Country']]),
+      ...fillers(50),
+    ];
+    const notes: NoteLike[] = [
+      { tableName: 'debit.customers', columnName: 'Segment', annotation: 'text', examples: 'SME, KAM, LAM' },
+      { tableName: 'debit.customers', columnName: 'Currency', annotation: 'text', examples: 'CZK, EUR' },
+      {
+        tableName: 'debit.gasstations',
+        columnName: 'Segment',
+        annotation: 'text',
+        examples: 'Premium, Other',
+      },
+    ];
+    expect(rankTables(tables, notes, 'least consumption in LAM')[0].table.name).toBe('debit.customers');
+    expect(rankTables(tables, notes, 'paid in CZK')[0].table.name).toBe('debit.customers');
+    expect(rankTables(tables, [], 'paid in CZK')).toEqual([]);
+    // In the one-line form, the matched column shows its values.
+    const ctx = buildSchemaContext(
+      [...tables, ...fillers(400)],
+      notes.concat(
+        Array.from({ length: 8 }, (_, i) => ({
+          tableName: `ops.sys_audit_${i * 10}`,
+          columnName: null,
+          annotation: 'LAM audit '.repeat(60),
+        })),
+      ),
+      'least consumption in LAM',
+    );
+    expect(ctx.detailed).toContain('debit.customers');
+    expect(ctx.text).toMatch(/Segment text.*LAM/);
+  });
+
+  it('expands along declared foreign keys and key-like column names, bridge tables included', () => {
+    const tables = [
+      named('academic.author', [['aid', true], ['name'], ['homepage']]),
+      named('academic.publication', [['pid', true], ['title'], ['citation_num'], ['year']]),
+      named('academic.writes', [
+        ['aid', true],
+        ['pid', true],
+      ]),
+      named('shop.orders', [['id', true], ['customer_id'], ['total']]),
+      named('shop.customers', [['id', true], ['name'], ['country']]),
+      named(
+        'shop.invoice_lines',
+        [['id', true], ['invoice_id'], ['sku']],
+        [['invoice_id', 'shop.invoices', 'id']],
+      ),
+      named('shop.invoices', [['id', true], ['amount']]),
+      ...fillers(300),
+    ];
+    const ctx = buildSchemaContext(tables, [], 'total citations of each author publication');
+    expect(ctx.detailed.slice(0, 3).sort()).toEqual([
+      'academic.author',
+      'academic.publication',
+      'academic.writes',
+    ]);
+    // customer_id → customers, although the question names only the totals.
+    expect(buildSchemaContext(tables, [], 'largest order totals').detailed).toContain('shop.customers');
+    // A declared key, followed from the referencing table.
+    expect(buildSchemaContext(tables, [], 'count lines per sku').detailed).toContain('shop.invoices');
+  });
+
+  it('keeps the tables the conversation’s earlier SQL used', () => {
+    expect(tablesInSql('SELECT * FROM "sales"."Orders" o JOIN customers c ON c.id = o.cid, x')).toEqual([
+      'sales.Orders',
+      'customers',
+    ]);
+    const tables = [named('shop.customers', [['id', true], ['name']]), ...fillers(300)];
+    const ctx = buildSchemaContext(tables, [], 'and for last year?', [], {
+      earlierSql: ['SELECT name FROM shop.customers'],
+    });
+    expect(ctx.detailed[0]).toBe('shop.customers');
+  });
+
+  it('spends a budget in tokens on the best-ranked tables, and never exceeds the room it is given', () => {
+    const wide = (i: number) =>
+      named(
+        `dw.fact_sales_${i}`,
+        Array.from({ length: 200 }, (_, c) => [`sales_measure_${c}`, c === 0] as [string, boolean]),
+      );
+    const tables = Array.from({ length: 400 }, (_, i) => wide(i));
+    const notes: NoteLike[] = tables.flatMap((t) =>
+      t.columns.slice(0, 10).map((c) => ({
+        tableName: t.name,
+        columnName: c.name,
+        annotation: 'Sales measure in euros, '.repeat(20),
+        examples: 'sales, 1, 2, 3',
+      })),
+    );
+    for (const maxChars of [5_000, 20_000, undefined]) {
+      const ctx = buildSchemaContext(tables, notes, 'sales measure', [], { maxChars });
+      expect(ctx.text.length).toBeLessThanOrEqual(maxChars ?? SCHEMA_BUDGET + CATALOG_BUDGET);
+      expect(ctx.detailed.length).toBeGreaterThan(0);
+    }
+    expect(SCHEMA_BUDGET).toBe(Math.floor(SCHEMA_TOKEN_BUDGET * 3.5));
+    expect(estimateTokens('x'.repeat(35))).toBe(10);
   });
 });
