@@ -14,7 +14,9 @@ import type pg from 'pg';
  */
 
 /** Where the sql-eval corpus lives; LOUPE_BENCH_CORPUS overrides. */
-export const CORPUS_DIR = process.env.LOUPE_BENCH_CORPUS ?? '/work/shared/corpus/sql-eval';
+/** The team's corpus beside the checkout (`../shared/corpus`), as CI has it; LOUPE_BENCH_CORPUS overrides. */
+export const CORPUS_DIR =
+  process.env.LOUPE_BENCH_CORPUS ?? join(import.meta.dirname, '..', '..', 'shared', 'corpus', 'sql-eval');
 
 /** Spider databases that are the same as a sql-eval one (their tables would be exact duplicates). */
 const SPIDER_DUPLICATES = new Set(['academic', 'restaurants', 'scholar', 'yelp', 'geo', 'imdb']);

@@ -11,6 +11,7 @@ import { startTestServer, type TestServer } from '../test/support/server';
 import type { BenchModule } from './context';
 import { buildSchemaContext as buildSchemaContextBefore } from './linking-before';
 import {
+  CORPUS_DIR,
   loadDump,
   loadSpider,
   type Question,
@@ -101,12 +102,7 @@ export const linking: BenchModule = {
       const evalDbs = sqlEvalDatabases();
       if (!evalDbs.length) throw new Error('The sql-eval corpus was not found: set LOUPE_BENCH_CORPUS.');
       let rows = 0;
-      for (const db of evalDbs)
-        rows += await loadDump(
-          admin,
-          db,
-          `${process.env.LOUPE_BENCH_CORPUS ?? '/work/shared/corpus/sql-eval'}/schemas/${db}.sql`,
-        );
+      for (const db of evalDbs) rows += await loadDump(admin, db, `${CORPUS_DIR}/schemas/${db}.sql`);
       const spider = spiderSchemas().slice(0, subset ? SUBSET_SPIDER_DBS : undefined);
       for (const [db, tables] of spider) await loadSpider(admin, db, tables);
       const schemas = [...evalDbs, ...spider.map(([db]) => db)];
