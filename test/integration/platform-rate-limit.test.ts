@@ -54,7 +54,9 @@ describe('organization rate limit (counted in the shared store alongside authent
       expect(r.status).toBe(403);
       expect(r.headers.get('ratelimit-remaining')).toBeNull();
     }
-    expect((await s.call('GET', '/connections', { key: `${narrow.slice(0, -1)}x` })).status).toBe(401);
+    // Another last character (a fixed 'x' was the real key whenever the key already ended in 'x').
+    const wrong = `${narrow.slice(0, -1)}${narrow.endsWith('x') ? 'y' : 'x'}`;
+    expect((await s.call('GET', '/connections', { key: wrong })).status).toBe(401);
     const after = await s.call('GET', '/connections', { key: admin });
     expect(after.status).toBe(200);
     // POST /keys and this call.
