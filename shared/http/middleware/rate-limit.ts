@@ -21,8 +21,10 @@ export function discoveryRateLimit(): MiddlewareObj {
 const isDiscovery = (spec: { path: string; method: string }) => spec.path === '/' && spec.method === 'GET';
 
 /**
- * Starts this request's count in the organization's shared window. auth calls it as soon as the key is
- * known, so that the count runs alongside the user lookup; orgRateLimit awaits it. A request that then
+ * Admits this request in the organization's shared window: usually from this instance's lease, without a
+ * store call; when the lease is spent, with one conditional write that leases more (shared/http/rate-limit.ts).
+ * auth calls it as soon as the key is known, so that a lease call runs alongside the user lookup;
+ * orgRateLimit awaits it. A request that then
  * fails authentication (its user is gone) or lacks admin rights ignores the count (it still counted).
  */
 export function beginOrgRateLimit(req: HttpRequest, orgId: string): void {

@@ -30,6 +30,21 @@ export function strip<T extends Record<string, unknown>>(item: T): Omit<T, keyof
   return rest;
 }
 
+type RawItem = Record<string, { N?: string; S?: string; BOOL?: boolean; NULL?: boolean }>;
+
+/** The scalar attributes of an item in the wire format (a failed condition's ALL_OLD is not unmarshalled). */
+function scalarsOf(raw: RawItem | undefined): Record<string, unknown> | undefined {
+  if (!raw) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (v.N !== undefined) out[k] = Number(v.N);
+    else if (v.S !== undefined) out[k] = v.S;
+    else if (v.BOOL !== undefined) out[k] = v.BOOL;
+    else if (v.NULL) out[k] = null;
+  }
+  return out;
+}
+
 /**
  * Thin wrappers over the document client. Each atomic change is one conditional write on one item
  * (dynalite has no transactions).
@@ -145,6 +160,42 @@ export const db = {
       return out.Attributes as T;
     } catch (e) {
       if (isConditionFailure(e)) return undefined;
+      throw e;
+    }
+  },
+
+  /**
+   * A conditional update that, when the condition fails, says so with what it can tell of the item as it
+   * was: DynamoDB returns the old item with the failure (ReturnValuesOnConditionCheckFailure ALL_OLD, no
+   * extra call) and `old` holds its scalar attributes (numbers, strings, booleans, null); dynalite returns
+   * nothing, and neither does DynamoDB when the item is missing: `old` is then undefined and a caller that
+   * needs it reads the item.
+   */
+  async tryUpdate<T = Item>(input: {
+    pk: string;
+    sk: string;
+    update: string;
+    condition: string;
+    names?: Record<string, string>;
+    values?: Record<string, unknown>;
+    returnValues?: 'ALL_NEW' | 'UPDATED_NEW';
+  }): Promise<{ ok: true; item: T } | { ok: false; old: Record<string, unknown> | undefined }> {
+    try {
+      const out = await documentClient().send(
+        new UpdateCommand({
+          TableName: table(),
+          Key: { pk: input.pk, sk: input.sk },
+          UpdateExpression: input.update,
+          ConditionExpression: input.condition,
+          ExpressionAttributeNames: input.names,
+          ExpressionAttributeValues: input.values,
+          ReturnValues: input.returnValues ?? 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true, item: out.Attributes as T };
+    } catch (e) {
+      if (isConditionFailure(e)) return { ok: false, old: scalarsOf((e as { Item?: RawItem }).Item) };
       throw e;
     }
   },
