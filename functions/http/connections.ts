@@ -13,7 +13,6 @@ import {
   deleteConnection,
   listConnections,
   loadConnection,
-  prefetchConnection,
   updateConnection,
 } from '../../shared/connections/connections';
 import { executeReadOnly } from '../../shared/connections/execute';
@@ -39,13 +38,9 @@ export const handler = httpHandler([
   on(api.testConnection, async ({ ctx, params }) => ({ data: await testConnection(ctx, params.id) })),
   on(api.getSchema, async ({ ctx, params }) => ({ data: await getSchema(ctx, params.id) })),
   on(api.refreshSchema, async ({ ctx, params }) => ({ data: await refreshSchema(ctx, params.id) })),
-  on(
-    api.runQuery,
-    async ({ ctx, params, body, prefetched }) => ({
-      data: await executeReadOnly(ctx, params.id, { ...body, source: 'query' }, prefetched),
-    }),
-    { prefetch: prefetchConnection },
-  ),
+  on(api.runQuery, async ({ ctx, params, body }) => ({
+    data: await executeReadOnly(ctx, params.id, { ...body, source: 'query' }),
+  })),
   on(api.listQueries, async ({ ctx, params, query }) => listQueryHistory(ctx, params.id, query)),
   on(api.listAnnotations, async ({ ctx, params, query }) => listAnnotations(ctx, params.id, query)),
   on(api.createAnnotation, async ({ ctx, params, body }) => ({

@@ -1,6 +1,6 @@
 import { type AuthContext, assertConnectionVisible, isAdmin } from '../auth/context';
 import { pageOf } from '../http/envelope';
-import { IdParams, type PageQuery } from '../http/schemas';
+import type { PageQuery } from '../http/schemas';
 import { notFound, validationError } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
 import type { ConnectionCreate, ConnectionUpdate } from './api';
@@ -44,45 +44,12 @@ export function connectionView(r: ConnectionRecord) {
 }
 export type ConnectionView = ReturnType<typeof connectionView>;
 
-/**
- * The connection if it exists in the caller's organization and is visible to the caller; 404 otherwise.
- * `prefetched` (a route's prefetchConnection, read in this request before the user was known) replaces
- * the read when it is for this id; the visibility check is the same either way.
- */
-export async function loadConnection(
-  ctx: AuthContext,
-  id: string,
-  prefetched?: Promise<unknown>,
-): Promise<ConnectionRecord> {
+/** The connection if it exists in the caller's organization and is visible to the caller; 404 otherwise. */
+export async function loadConnection(ctx: AuthContext, id: string): Promise<ConnectionRecord> {
   assertConnectionVisible(ctx, id);
-  const early = prefetched ? await prefetched.catch(() => undefined) : undefined;
-  const rec =
-    early instanceof PrefetchedConnection && early.id === id && early.orgId === ctx.orgId
-      ? early.record
-      : await connectionStore.get(ctx.orgId, id);
+  const rec = await connectionStore.get(ctx.orgId, id);
   if (!rec) throw notFound('Connection');
   return rec;
-}
-
-class PrefetchedConnection {
-  constructor(
-    readonly orgId: string,
-    readonly id: string,
-    readonly record: ConnectionRecord | undefined,
-  ) {}
-}
-
-/**
- * A route prefetch (shared/http/route.ts) reading the `{id}` connection of the key's organization while
- * the caller is still being resolved; loadConnection uses it. Ids the API would refuse are not read.
- */
-export async function prefetchConnection(
-  orgId: string,
-  rawParams: Record<string, string>,
-): Promise<PrefetchedConnection | undefined> {
-  const id = rawParams.id;
-  if (!IdParams.safeParse({ id }).success) return undefined;
-  return new PrefetchedConnection(orgId, id, await connectionStore.get(orgId, id));
 }
 
 export async function listConnections(ctx: AuthContext, q: PageQuery) {

@@ -1,8 +1,8 @@
-import type { AuthContext } from '../auth/context';
-import { AppError, isAppError, validationError } from '../platform/errors';
+import { type AuthContext, assertConnectionVisible } from '../auth/context';
+import { AppError, isAppError, notFound, validationError } from '../platform/errors';
 import { loadConnection } from './connections';
 import type { DbType, QueryResult } from './drivers/types';
-import { type QueryStatus, startQueryRecord } from './history';
+import { claimQueryNumber, type QueryStatus, queryRecordAt } from './history';
 import { runReadOnly } from './run';
 import { targetFor } from './target';
 
@@ -32,25 +32,29 @@ const statusOf = (e: unknown): QueryStatus => {
 
 /**
  * Runs one read-only statement on a connection the caller may use.
- * 404 if the connection is missing, in another org, or not visible to a member; 422 CONNECTION_INACTIVE when
- * it is deactivated; 400 READ_ONLY_VIOLATION; 422 QUERY_FAILED (details: code, position); 504 QUERY_TIMEOUT.
- * Every attempt that reaches the guard is recorded in the connection's query history.
+ * 400 on bad input; 404 if the connection is missing, in another org, or not visible to a member; 422
+ * CONNECTION_INACTIVE when it is deactivated; 400 READ_ONLY_VIOLATION; 422 QUERY_FAILED (details: code,
+ * position); 504 QUERY_TIMEOUT.
+ * Store calls: the connection is read and its history number taken in one UpdateItem, after the input was
+ * checked and only for an active connection (claimQueryNumber), and the history entry is written before
+ * answering; every execution that got a number is recorded, whatever its outcome.
  */
 export async function executeReadOnly(
   ctx: AuthContext,
   connectionId: string,
   input: ExecuteInput,
-  /** The route's prefetchConnection, if it has one (see loadConnection). */
-  prefetched?: Promise<unknown>,
 ): Promise<QueryResult> {
-  const conn = await loadConnection(ctx, connectionId, prefetched);
+  assertConnectionVisible(ctx, connectionId);
   if (input.sql.length > MAX_SQL_CHARS)
     throw validationError(`SQL text is limited to ${MAX_SQL_CHARS.toLocaleString('en-US')} characters.`);
   if (!input.sql.trim()) throw validationError('SQL text is empty.');
   const maxRows = input.maxRows ?? DEFAULT_MAX_ROWS;
   if (!Number.isInteger(maxRows) || maxRows < 1 || maxRows > MAX_ROWS)
     throw validationError(`maxRows must be an integer from 1 to ${MAX_ROWS}.`);
-  if (!conn.isActive)
+  const claim = await claimQueryNumber(ctx.orgId, connectionId, { activeOnly: true });
+  const conn = claim.connection;
+  if (!conn) throw notFound('Connection');
+  if (claim.sequence === undefined)
     throw new AppError(
       422,
       'CONNECTION_INACTIVE',
@@ -58,9 +62,7 @@ export async function executeReadOnly(
         'Test it with POST /connections/{id}/test, or set isActive to true, to use it again.',
       { connectionId, lastErrorDiagnosis: conn.lastErrorDiagnosis },
     );
-  const target = await targetFor(conn);
-  // The history's sequence number is taken alongside the statement; the entry is written before answering.
-  const record = startQueryRecord(ctx.orgId, connectionId);
+  const record = queryRecordAt(ctx.orgId, connectionId, claim.sequence);
   const base = {
     connectionId,
     source: input.source,
@@ -69,7 +71,7 @@ export async function executeReadOnly(
     userId: ctx.userId,
   };
   try {
-    const result = await runReadOnly(target, input.sql, {
+    const result = await runReadOnly(await targetFor(conn), input.sql, {
       maxRows,
       maxBytes: MAX_RESULT_BYTES,
       timeoutMs: STATEMENT_TIMEOUT_MS,

@@ -10,7 +10,7 @@ import type { DbType } from './drivers/types';
  *                                     it carries gsi1pk ACTIVECONN, gsi1sk ORG#o#CONN#c (read by health-fanout)
  *  ORG#o / CONNSCHEMA#c[#gen#n]       the cached schema and its chunks (schema-store.ts)
  *  ORG#o#CONN#c / ANN#…, ANNID#…      annotations (annotations.ts)
- *  ORG#o#CONN#c / QH#seq, QHSEQ       query history and its counter (history.ts)
+ *  ORG#o#CONN#c / QH#seq, QHSEQ       query history and its former counter (history.ts)
  */
 export interface StoredDiagnosis {
   stage: string;
@@ -55,6 +55,12 @@ export interface ConnectionRecord {
   updatedAt: string;
   /** Set while a delete cascade runs; the connection is gone for every reader. */
   deletingAt?: string;
+  /**
+   * The query history's counter (history.ts): changed only by its own ADD, never by the writes above
+   * (they all set named attributes with UpdateItem; only create puts the whole item). Absent on
+   * connections created before it, until their first execution seeds it from the former QHSEQ item.
+   */
+  querySeq?: number;
 }
 
 export const orgPk = (orgId: string) => `ORG#${orgId}`;
@@ -80,7 +86,7 @@ export function healthIndex(
     : { gsi1pk: undefined, gsi1sk: undefined };
 }
 
-const toRecord = (item: Item): ConnectionRecord => {
+export const connectionFromItem = (item: Item): ConnectionRecord => {
   const { kind: _kind, ...rest } = strip(item);
   return rest as unknown as ConnectionRecord;
 };
@@ -92,6 +98,7 @@ export const connectionStore = {
         pk: orgPk(rec.orgId),
         sk: connSk(rec.id),
         kind: 'connection',
+        querySeq: 0,
         ...rec,
         ...healthIndex(rec.orgId, rec.id, rec.isActive, rec.deactivatedBy),
       },
@@ -104,14 +111,14 @@ export const connectionStore = {
   async get(orgId: string, id: string, opts: { includeDeleting?: boolean } = {}) {
     const item = await db.get(orgPk(orgId), connSk(id));
     if (!item || (item.deletingAt && !opts.includeDeleting)) return undefined;
-    return toRecord(item);
+    return connectionFromItem(item);
   },
 
   async list(orgId: string): Promise<ConnectionRecord[]> {
     const items = await db.query({ pk: orgPk(orgId), prefix: 'CONN#' });
     return items
       .filter((i) => !i.deletingAt)
-      .map(toRecord)
+      .map(connectionFromItem)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   },
 
@@ -136,7 +143,7 @@ export const connectionStore = {
       condition: conds.join(' AND '),
       values,
     });
-    return item ? toRecord(item) : undefined;
+    return item ? connectionFromItem(item) : undefined;
   },
 
   /** Hides the connection from every reader before its cascade runs. */

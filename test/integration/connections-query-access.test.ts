@@ -3,14 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuthContext } from '../../shared/auth/context';
-import { loadConnection, prefetchConnection } from '../../shared/connections/connections';
 import { placeSqlite } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 /**
- * The query route reads its connection while the caller is still being resolved (a route prefetch);
- * every access decision must still be made on this request's caller and this request's record.
+ * The query route reads its connection in the same write that takes its history number; every access
+ * decision must still be made on this request's caller and this request's record.
  */
 describe('POST /connections/{id}/query decides access on each request', () => {
   let s: TestServer;
@@ -68,27 +66,5 @@ describe('POST /connections/{id}/query decides access on each request', () => {
     const r = await query('x'.repeat(2000));
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('VALIDATION_ERROR');
-  });
-
-  it('loadConnection uses a prefetch only for the same organization and id', async () => {
-    const a = await create('a');
-    const b = await create('b');
-    const orgId = s.app.orgId;
-    const ctx: AuthContext = {
-      orgId,
-      userId: s.app.adminUserId,
-      keyId: 'k',
-      role: 'admin',
-      scopes: ['*'],
-      connectionIds: [],
-    };
-    expect((await loadConnection(ctx, b, prefetchConnection(orgId, { id: a }))).id).toBe(b);
-    expect((await loadConnection(ctx, a, prefetchConnection(orgId, { id: a }))).id).toBe(a);
-    const elsewhere = prefetchConnection('another-org', { id: a });
-    expect((await loadConnection(ctx, a, elsewhere)).id).toBe(a);
-    await expect(
-      loadConnection({ ...ctx, orgId: 'another-org' }, a, prefetchConnection(orgId, { id: a })),
-    ).rejects.toMatchObject({ status: 404 });
-    expect(await prefetchConnection(orgId, { id: 'y'.repeat(201) })).toBeUndefined();
   });
 });
