@@ -13,9 +13,10 @@ import { type ConnectionRecord, connectionFromItem, connPk, connSk, orgPk } from
  *                              list's total) and the last number taken
  *  ORG#o#CONN#c / QH#<seq>     one execution, zero-padded sequence so sort order is execution order
  *  ORG#o#CONN#c / QHSEQ        the former counter (`seq`): read once to seed `querySeq` on connections
- *                              created before it existed (an instance of the previous version still
- *                              running while a deployment switches over would number on QHSEQ: the
- *                              seed can miss its last few numbers, so deploy before heavy use)
+ *                              created before it existed. An instance of the previous version still
+ *                              running while a deployment switches over keeps numbering on QHSEQ: its
+ *                              numbers after the seed repeat new ones (one entry replaces the other),
+ *                              for the seconds the switch takes.
  * A page (newest first) is one Query over a sequence range. A number is taken when an execution is
  * about to run (after the request was validated and the connection found active) and its entry is
  * written before the answer: every number gets an entry, so the total is exact, and an execution still
