@@ -29,6 +29,10 @@ export interface LocalApp {
   adminUserId: string;
   /** Set when the bootstrap admin key was created on this start. */
   createdKey?: string;
+  /** Handler instances in worker threads (0: the handlers run in this thread). */
+  instances: number;
+  /** CPU time of the instance threads so far (undefined when the handlers run in this thread). */
+  instancesCpuUsage?(): { user: number; system: number };
   stop(): Promise<void>;
 }
 
@@ -44,6 +48,8 @@ export interface LocalOptions {
    * other work shares the cores (each store call then waits for the other process to be scheduled).
    */
   storeProcess?: boolean;
+  /** Handler instances in worker threads; 0 runs the handlers in this thread. */
+  instances?: number;
 }
 
 const STAGE = 'v1';
@@ -125,6 +131,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
     orgId: boot.orgId,
     adminUserId: boot.adminUserId,
     createdKey: boot.createdKey,
+    instances: 0,
     async stop() {
       await new Promise<void>((ok) => {
         server.close(() => ok());
