@@ -7,12 +7,13 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { envelope } from '../../shared/http/envelope';
 import { groupFor } from '../../shared/http/groups';
 import { config, resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
+import { resetDocumentClient, setDocumentClientFactory } from '../../shared/platform/db/client';
 import { resetEncryption } from '../../shared/platform/encryption';
 import { bootstrapLocal } from './bootstrap';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { type LocalService, startupTasks } from './startup';
 import { startLocalStore, startStoreProcess } from './store';
+import { storeDocumentClient } from './store-client';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 import './demo';
 import './outbound';
@@ -95,7 +96,9 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
     : await startLocalStore(dataDir, config().LOUPE_TABLE_NAME);
   process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
   resetConfig();
-  resetDocumentClient();
+  // This thread's store calls go straight into the store (no HTTP, no SDK serialization) when it runs here.
+  const call = store.call;
+  setDocumentClientFactory(call ? () => storeDocumentClient(call) : undefined);
 
   const boot = await bootstrapLocal(dataDir, process.env.LOUPE_ADMIN_KEY || undefined);
   const services: LocalService[] = [];
@@ -139,7 +142,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
       });
       for (const s of services.reverse()) await s.stop();
       await closeAllDrivers(); // database pools and SQLite processes (a runaway statement is killed)
-      resetDocumentClient();
+      setDocumentClientFactory(undefined);
       await store.close();
     },
   };
