@@ -195,7 +195,9 @@ function toWire(v: unknown): any {
     let out: unknown[] | undefined;
     for (let i = 0; i < v.length; i++) {
       const w = toWire(v[i]);
-      if (w !== v[i]) (out ??= v.slice())[i] = w;
+      if (w === v[i]) continue;
+      out ??= v.slice();
+      out[i] = w;
     }
     return out ?? v;
   }
@@ -204,7 +206,9 @@ function toWire(v: unknown): any {
     for (const k in v as Record<string, unknown>) {
       const x = (v as Record<string, unknown>)[k];
       const w = toWire(x);
-      if (w !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = w;
+      if (w === x) continue;
+      out ??= { ...(v as Record<string, unknown>) };
+      out[k] = w;
     }
     return out ?? v;
   }
@@ -231,7 +235,9 @@ function fromWireList(l: unknown[]): unknown[] {
   let out: unknown[] | undefined;
   for (let i = 0; i < l.length; i++) {
     const w = fromWireValue(l[i]);
-    if (w !== l[i]) (out ??= l.slice())[i] = w;
+    if (w === l[i]) continue;
+    out ??= l.slice();
+    out[i] = w;
   }
   return out ?? l;
 }
@@ -239,7 +245,9 @@ function fromWireMap(m: Record<string, unknown>): Record<string, unknown> {
   let out: Record<string, unknown> | undefined;
   for (const k in m) {
     const w = fromWireValue(m[k]);
-    if (w !== m[k]) (out ??= { ...m })[k] = w;
+    if (w === m[k]) continue;
+    out ??= { ...m };
+    out[k] = w;
   }
   return out ?? m;
 }

@@ -291,11 +291,9 @@ describe('local store transport (direct and over a MessagePort) vs the AWS SDK o
       () =>
         new BatchWriteCommand({
           RequestItems: {
-            [TABLE]: puts
-              .slice(0, 4)
-              .map((p) => ({
-                DeleteRequest: { Key: { pk: p.PutRequest.Item.pk, sk: p.PutRequest.Item.sk } },
-              })),
+            [TABLE]: puts.slice(0, 4).map((p) => ({
+              DeleteRequest: { Key: { pk: p.PutRequest.Item.pk, sk: p.PutRequest.Item.sk } },
+            })),
           },
         }),
     );
