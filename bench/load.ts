@@ -174,7 +174,7 @@ export const load: BenchModule = {
 
           const main0 = process.threadCpuUsage();
           const proc0 = process.cpuUsage();
-          const inst0 = app.instancesCpuUsage?.();
+          const inst0 = await app.instancesCpuUsage?.();
           const clientsPid = new Set<number>();
           const pg0 = descendantsCpuMs(process.pid, clientsPid);
           const r = await runClients({
@@ -188,7 +188,7 @@ export const load: BenchModule = {
           const mainMs = usMs(process.threadCpuUsage(main0));
           const procMs = usMs(process.cpuUsage(proc0));
           const instMs =
-            inst0 && app.instancesCpuUsage ? usMs(app.instancesCpuUsage()) - usMs(inst0) : undefined;
+            inst0 && app.instancesCpuUsage ? usMs(await app.instancesCpuUsage()) - usMs(inst0) : undefined;
           // PostgreSQL's processes; the short-lived load-client process has exited and is not a descendant any more.
           const pgMs = descendantsCpuMs(process.pid, clientsPid) - pg0;
           const per = (x: number) => `${(x / Math.max(1, r.ok)).toFixed(2)}`;
