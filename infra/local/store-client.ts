@@ -43,7 +43,12 @@ const validations = require('dynalite/validations') as {
 
 interface DynaliteStore {
   db: { close(cb: (err?: Error) => void): void };
+  getTable(name: string, checkStatus: unknown, cb?: (err: Error | null, table?: DynaliteTable) => void): void;
   lifecycleManager?: { gracefulClose(cb: (err?: Error) => void): void };
+}
+interface DynaliteTable {
+  TableStatus: string;
+  GlobalSecondaryIndexes?: { IndexStatus?: string }[];
 }
 type Action = (
   store: DynaliteStore,
@@ -93,7 +98,8 @@ export async function openDirectStore(dataDir: string, port = 0): Promise<Direct
     deleteTableMs: 0,
     updateTableMs: 0,
   });
-  const call = directCall(store);
+  const tables = cacheTables(store);
+  const call = directCall(store, tables);
   const server = httpFront(call);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -120,10 +126,45 @@ export async function openDirectStore(dataDir: string, port = 0): Promise<Direct
   };
 }
 
+/**
+ * dynalite reads the table's definition from LevelDB on every item operation (one more LevelDB read per
+ * call, and LevelDB reads contend for its lock with the writes). Active definitions are kept in memory;
+ * any table operation (create, update, delete, tags) forgets them.
+ */
+function cacheTables(store: DynaliteStore): Map<string, DynaliteTable> {
+  const cache = new Map<string, DynaliteTable>();
+  const read = store.getTable.bind(store);
+  store.getTable = (name, checkStatus, cb) => {
+    if (typeof checkStatus !== 'function') return read(name, checkStatus, cb);
+    const done = checkStatus as (err: Error | null, table?: DynaliteTable) => void;
+    const hit = cache.get(name);
+    if (hit) {
+      queueMicrotask(() => done(null, hit));
+      return;
+    }
+    read(name, (err: Error | null, table?: DynaliteTable) => {
+      const active =
+        table?.TableStatus === 'ACTIVE' &&
+        (table.GlobalSecondaryIndexes ?? []).every((ix) => (ix.IndexStatus ?? 'ACTIVE') === 'ACTIVE');
+      if (!err && table && active) cache.set(name, table);
+      done(err, table);
+    });
+  };
+  return cache;
+}
+const TABLE_OPERATIONS = new Set([
+  'CreateTable',
+  'UpdateTable',
+  'DeleteTable',
+  'TagResource',
+  'UntagResource',
+]);
+
 /** dynalite's HTTP handler, minus the HTTP: type checks, validations, then the action. */
-function directCall(store: DynaliteStore): StoreCall {
+function directCall(store: DynaliteStore, tables: Map<string, DynaliteTable>): StoreCall {
   return (operation, input) =>
     new Promise<StoreAnswer>((resolve, reject) => {
+      if (TABLE_OPERATIONS.has(operation)) tables.clear();
       const a = actions.get(operation);
       if (!a) {
         resolve({
@@ -142,6 +183,7 @@ function directCall(store: DynaliteStore): StoreCall {
         return;
       }
       a.action(store, data, (err, out) => {
+        if (TABLE_OPERATIONS.has(operation)) tables.clear();
         if (err?.statusCode && err.body) resolve({ error: { statusCode: err.statusCode, body: err.body } });
         else if (err) reject(err);
         else resolve({ output: out ?? {} });

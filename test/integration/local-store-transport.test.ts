@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
   DeleteCommand,
@@ -35,6 +35,7 @@ const dirs: string[] = [];
 let sdkServer: Server;
 let sdk: DynamoDBDocumentClient;
 let sdkLow: DynamoDBClient;
+let sdkEndpoint: string;
 let direct: DirectStore;
 let viaPort: DirectStore;
 const channel = new MessageChannel();
@@ -47,6 +48,7 @@ beforeAll(async () => {
   sdkServer = dynalite({ path: a, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((r) => sdkServer.listen(0, '127.0.0.1', () => r()));
   const endpoint = `http://127.0.0.1:${(sdkServer.address() as AddressInfo).port}`;
+  sdkEndpoint = endpoint;
   await ensureTable(endpoint, TABLE);
   sdkLow = new DynamoDBClient({
     endpoint,
@@ -341,5 +343,22 @@ describe('local store transport (direct and over a MessagePort) vs the AWS SDK o
           ExpressionAttributeValues: { ':g': 'G#2' },
         }),
     );
+  });
+
+  it('forgets a table deleted after it was used (the direct store keeps active table definitions in memory)', async () => {
+    const extra = 'loupe-transport-extra';
+    for (const endpoint of [sdkEndpoint, direct.endpoint, viaPort.endpoint])
+      await ensureTable(endpoint, extra);
+    await same(() => new PutCommand({ TableName: extra, Item: { pk: 'a', sk: 'b' } }));
+    await same(() => new GetCommand({ TableName: extra, Key: { pk: 'a', sk: 'b' } }));
+    // Table operations answer timestamps the SDK turns into Dates: the service sends them only through the
+    // SDK (ensureTable), so they are compared on their effect only.
+    await sdkLow.send(new DeleteTableCommand({ TableName: extra }));
+    await storeDocumentClient(direct.call).send(new DeleteTableCommand({ TableName: extra }) as never);
+    await storeDocumentClient(portStoreCall(channel.port2)).send(
+      new DeleteTableCommand({ TableName: extra }) as never,
+    );
+    const gone = await same(() => new GetCommand({ TableName: extra, Key: { pk: 'a', sk: 'b' } }));
+    expect((gone as { error: { name: string } }).error.name).toBe('ResourceNotFoundException');
   });
 });
