@@ -56,7 +56,7 @@ export function requestHandler(log: (line: string) => void) {
       return;
     }
     const group = groupFor(path);
-    const event = await toProxyEvent(req, path, STAGE);
+    const event = await toProxyEvent(req, path, STAGE, url);
     const handler = await handlerFor(group.name);
     if (isStreamingHandler(handler)) {
       const status = await invokeStreaming(handler, event, lambdaContext(`loupe-${group.name}`), res);
