@@ -56,7 +56,8 @@ export async function toProxyEvent(
     for (const [k, v] of url.searchParams) {
       anyQuery = true;
       query[k] = v;
-      (multiQuery[k] ??= []).push(v);
+      multiQuery[k] ??= [];
+      multiQuery[k].push(v);
     }
   const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
   const binary = body.length > 0 && !isUtf8(body);
