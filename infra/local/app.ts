@@ -1,25 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { envelope } from '../../shared/http/envelope';
-import { groupFor } from '../../shared/http/groups';
 import { config, resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
+import { resetDocumentClient, setDocumentClientFactory } from '../../shared/platform/db/client';
 import { resetEncryption } from '../../shared/platform/encryption';
 import { bootstrapLocal } from './bootstrap';
-import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
+import { instanceServer, STAGE } from './instance';
+import { defaultInstances, type Instances, startInstances } from './instances';
 import { type LocalService, startupTasks } from './startup';
 import { startLocalStore, startStoreProcess } from './store';
-import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
+import { storeDocumentClient } from './store-client';
 import './demo';
 import './outbound';
 import './workers';
 import { closeAllDrivers } from '../../shared/connections/drivers/index';
-
-type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 export interface LocalApp {
   url: string;
@@ -29,6 +22,10 @@ export interface LocalApp {
   adminUserId: string;
   /** Set when the bootstrap admin key was created on this start. */
   createdKey?: string;
+  /** Handler instances in worker threads (0: the handlers run in this thread). */
+  instances: number;
+  /** CPU time of the instance threads so far, µs (undefined when the handlers run in this thread). */
+  instancesCpuUsage?(): Promise<{ user: number; system: number }>;
   stop(): Promise<void>;
 }
 
@@ -44,20 +41,12 @@ export interface LocalOptions {
    * other work shares the cores (each store call then waits for the other process to be scheduled).
    */
   storeProcess?: boolean;
-}
-
-const STAGE = 'v1';
-// The Lambda runtime's response-streaming globals, before any handler module is loaded.
-installLambdaGlobals();
-const handlers = new Map<string, Promise<ProxyHandler>>();
-
-function handlerFor(name: string): Promise<ProxyHandler> {
-  let h = handlers.get(name);
-  if (!h) {
-    h = import(`../../functions/http/${name}.ts`).then((m) => m.handler as ProxyHandler);
-    handlers.set(name, h);
-  }
-  return h;
+  /**
+   * Handler instances, each in a worker thread with its own module-level caches as a Lambda instance
+   * (instances.ts); 0 runs the handlers in this thread. Default: LOUPE_LOCAL_INSTANCES, else one per core.
+   * The store, the local queue and scheduler workers and the startup tasks always run in this thread.
+   */
+  instances?: number;
 }
 
 /**
@@ -89,7 +78,9 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
     : await startLocalStore(dataDir, config().LOUPE_TABLE_NAME);
   process.env.LOUPE_DYNAMODB_ENDPOINT = store.endpoint;
   resetConfig();
-  resetDocumentClient();
+  // This thread's store calls go straight into the store (no HTTP, no SDK serialization) when it runs here.
+  const call = store.call;
+  setDocumentClientFactory(call ? () => storeDocumentClient(call) : undefined);
 
   const boot = await bootstrapLocal(dataDir, process.env.LOUPE_ADMIN_KEY || undefined);
   const services: LocalService[] = [];
@@ -104,19 +95,23 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
     if (s) services.push(s);
   }
 
-  const server: Server = createServer((req, res) => {
-    serve(req, res, log).catch((e) => {
-      log(`local runtime error: ${(e as Error).message}`);
-      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
-      res.end();
-    });
-  });
-  server.keepAliveTimeout = 5000;
-  await new Promise<void>((ok, fail) => {
-    server.once('error', fail);
-    server.listen(opts.port ?? 3000, '127.0.0.1', () => ok());
-  });
-  const port = (server.address() as AddressInfo).port;
+  // With the store in a process of its own (storeProcess) the handlers run in this thread.
+  const count = opts.instances ?? (call ? (config().LOUPE_LOCAL_INSTANCES ?? defaultInstances()) : 0);
+  let front: { port: number; close(): Promise<unknown> };
+  let instances: Instances | undefined;
+  try {
+    if (count > 0) {
+      if (!call) throw new Error('Handler instances need the store in this process (not storeProcess).');
+      instances = await startInstances({ count, port: opts.port ?? 3000, store: call, log });
+      front = { port: instances.port, close: instances.stop };
+    } else front = await instanceServer(opts.port ?? 3000, log);
+  } catch (e) {
+    for (const s of services.reverse()) await s.stop();
+    setDocumentClientFactory(undefined);
+    await store.close();
+    throw e;
+  }
+  const port = front.port;
 
   return {
     url: `http://localhost:${port}/${STAGE}`,
@@ -125,48 +120,14 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
     orgId: boot.orgId,
     adminUserId: boot.adminUserId,
     createdKey: boot.createdKey,
+    instances: instances?.threads.length ?? 0,
+    instancesCpuUsage: instances ? () => instances.cpuUsage() : undefined,
     async stop() {
-      await new Promise<void>((ok) => {
-        server.close(() => ok());
-        server.closeAllConnections();
-      });
+      await front.close();
       for (const s of services.reverse()) await s.stop();
       await closeAllDrivers(); // database pools and SQLite processes (a runaway statement is killed)
-      resetDocumentClient();
+      setDocumentClientFactory(undefined);
       await store.close();
     },
   };
-}
-
-async function serve(req: IncomingMessage, res: ServerResponse, log: (line: string) => void) {
-  const started = performance.now();
-  const url = new URL(req.url ?? '/', 'http://local');
-  let path: string;
-  if (url.pathname === `/${STAGE}` || url.pathname.startsWith(`/${STAGE}/`))
-    path = url.pathname.slice(STAGE.length + 1) || '/';
-  else if (url.pathname.startsWith('/.well-known/')) path = url.pathname;
-  else {
-    const body = JSON.stringify(
-      envelope(randomUUID(), null, {
-        code: 'NOT_FOUND',
-        message: `Nothing is served at ${url.pathname}; the API is under /${STAGE}.`,
-      }),
-    );
-    res.writeHead(404, { 'Content-Type': 'application/json' }).end(body);
-    log(`${req.method} ${url.pathname} 404`);
-    return;
-  }
-  const group = groupFor(path);
-  const event = await toProxyEvent(req, path, STAGE);
-  const handler = await handlerFor(group.name);
-  if (isStreamingHandler(handler)) {
-    const status = await invokeStreaming(handler, event, lambdaContext(`loupe-${group.name}`), res);
-    const took = (performance.now() - started).toFixed(1);
-    log(`${req.method} ${url.pathname} ${status} ${took}ms ${group.name} (streamed)`);
-    return;
-  }
-  const result = await handler(event, lambdaContext(`loupe-${group.name}`));
-  writeProxyResult(res, result);
-  const ms = (performance.now() - started).toFixed(1);
-  log(`${req.method} ${url.pathname} ${result.statusCode} ${ms}ms ${group.name}`);
 }

@@ -1,19 +1,29 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 
 const MAX_READ = 1024 * 1024 + 1;
 
+const EMPTY = Buffer.alloc(0);
+
 /** Reads the body, stopping one byte past the limit (the handler answers 413 for that). */
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const b = chunk as Buffer;
-    if (size < MAX_READ) chunks.push(b.subarray(0, MAX_READ - size));
-    size += b.length;
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  // No body announced (a GET): nothing to wait for (the request has already ended or ends empty).
+  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+    req.resume();
+    return Promise.resolve(EMPTY);
   }
-  return Buffer.concat(chunks);
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (b: Buffer) => {
+      if (size < MAX_READ) chunks.push(size + b.length <= MAX_READ ? b : b.subarray(0, MAX_READ - size));
+      size += b.length;
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
 }
 
 /** Builds the API Gateway REST proxy event that the deployed API would send for this request. */
@@ -21,24 +31,34 @@ export async function toProxyEvent(
   req: IncomingMessage,
   path: string,
   stage: string,
+  url: URL = new URL(req.url ?? '/', 'http://local'),
 ): Promise<APIGatewayProxyEvent> {
-  const url = new URL(req.url ?? '/', 'http://local');
   const body = await readBody(req);
   const headers: Record<string, string> = {};
   const multiHeaders: Record<string, string[]> = {};
-  for (const [k, v] of Object.entries(req.headers)) {
+  const h = req.headers;
+  for (const k in h) {
+    const v = h[k];
     if (v === undefined) continue;
-    const values = Array.isArray(v) ? v : [v];
-    headers[k] = values.join(',');
-    multiHeaders[k] = values;
+    if (typeof v === 'string') {
+      headers[k] = v;
+      multiHeaders[k] = [v];
+    } else {
+      headers[k] = v.join(',');
+      multiHeaders[k] = v;
+    }
   }
   headers['x-forwarded-proto'] ??= 'http';
   const query: Record<string, string> = {};
   const multiQuery: Record<string, string[]> = {};
-  for (const [k, v] of url.searchParams) {
-    query[k] = v;
-    multiQuery[k] = [...(multiQuery[k] ?? []), v];
-  }
+  let anyQuery = false;
+  if (url.search)
+    for (const [k, v] of url.searchParams) {
+      anyQuery = true;
+      query[k] = v;
+      multiQuery[k] ??= [];
+      multiQuery[k].push(v);
+    }
   const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
   const binary = body.length > 0 && !isUtf8(body);
   return {
@@ -47,8 +67,8 @@ export async function toProxyEvent(
     httpMethod: (req.method ?? 'GET').toUpperCase(),
     headers,
     multiValueHeaders: multiHeaders,
-    queryStringParameters: Object.keys(query).length ? query : null,
-    multiValueQueryStringParameters: Object.keys(multiQuery).length ? multiQuery : null,
+    queryStringParameters: anyQuery ? query : null,
+    multiValueQueryStringParameters: anyQuery ? multiQuery : null,
     pathParameters: null,
     stageVariables: null,
     body: body.length ? (binary ? body.toString('base64') : body.toString('utf8')) : null,
@@ -69,15 +89,6 @@ export async function toProxyEvent(
       identity: { sourceIp } as APIGatewayProxyEvent['requestContext']['identity'],
     },
   };
-}
-
-function isUtf8(b: Buffer): boolean {
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(b);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyResult): void {

@@ -1,51 +1,45 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import dynalite from 'dynalite';
 import { createTableInput } from '../../shared/platform/db/table';
+import { openDirectStore, type StoreCall } from './store-client';
 
 export interface LocalStore {
   endpoint: string;
   /** The store's own process, when it runs in one (startStoreProcess). */
   pid?: number;
+  /** Direct calls into the store, when it runs in this process (store-client.ts). */
+  call?: StoreCall;
   close(): Promise<void>;
 }
 
 const portFile = (dataDir: string) => join(dataDir, 'dynamodb.endpoint');
 
 /**
- * Starts dynalite (DynamoDB on LevelDB) with its files under `<dataDir>/dynamodb`, and creates the
- * table from the same definition the CDK stack uses. The endpoint is written to
+ * Starts dynalite's store (DynamoDB on LevelDB) with its files under `<dataDir>/dynamodb` in this
+ * process, and creates the table from the same definition the CDK stack uses. `call` executes commands
+ * directly (store-client.ts, no HTTP); the same store is also served on an HTTP endpoint, written to
  * `<dataDir>/dynamodb.endpoint` so that the operator tool can use a running server's store.
  */
 export async function startLocalStore(dataDir: string, tableName: string, port = 0): Promise<LocalStore> {
-  mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
-  const server: Server = dynalite({
-    path: join(dataDir, 'dynamodb'),
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  await ensureTable(endpoint, tableName);
-  writeFileSync(portFile(dataDir), endpoint, { mode: 0o600 });
+  const store = await openDirectStore(dataDir, port);
+  try {
+    await ensureTable(store.endpoint, tableName);
+    writeFileSync(portFile(dataDir), store.endpoint, { mode: 0o600 });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   return {
-    endpoint,
-    close: () =>
-      new Promise<void>((resolve) => {
-        try {
-          writeFileSync(portFile(dataDir), '');
-        } catch {}
-        server.close(() => resolve());
-        server.closeAllConnections?.();
-      }),
+    endpoint: store.endpoint,
+    call: store.call,
+    close: async () => {
+      try {
+        writeFileSync(portFile(dataDir), '');
+      } catch {}
+      await store.close();
+    },
   };
 }
 

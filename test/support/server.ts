@@ -41,6 +41,11 @@ export async function startTestServer(
   const app = await startLocal({
     port: 0,
     dataDir,
+    // One handler instance in this thread: tests read and reset module-level state of the handlers'
+    // modules (configuration, drivers, the store client) in their own process, and per-instance caches
+    // would make answers depend on which instance took a connection. Several instances (worker threads,
+    // as `npm start` runs) are covered by test/integration/local-instances.test.ts.
+    instances: 0,
     env: { LOUPE_ADMIN_KEY: adminKey, LOUPE_LOG_LEVEL: 'SILENT', ...(opts.env ?? {}) },
     log: (l) => logs.push(l),
   });

@@ -95,6 +95,21 @@ const typeParsers = {
  */
 export const RESET_SESSION = 'DISCARD ALL';
 
+/**
+ * Runs `fn`, which issues pipelined queries synchronously, with the client's socket corked: pg writes each
+ * message on its own (one system call, and one wake-up of the server, each); corked, they leave in one.
+ */
+function corked<T>(c: pg.PoolClient, fn: () => T): T {
+  const stream = (c as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection
+    ?.stream;
+  stream?.cork?.();
+  try {
+    return fn();
+  } finally {
+    stream?.uncork?.();
+  }
+}
+
 const CURSOR_PREFIX = 'DECLARE loupe_cursor NO SCROLL CURSOR FOR ';
 
 /** Removes trailing semicolons (and whitespace) so the statement can follow DECLARE … FOR. */
@@ -132,9 +147,14 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     const client = await pool.connect();
     let broken: Error | undefined;
     let closing: Promise<unknown> | undefined;
+    let reset: Promise<unknown> | undefined;
     try {
       return await fn(client, (p) => {
         closing = p;
+        // Pipelined behind the statement that closes the transaction (in the same socket write when the
+        // caller corks): no extra round trip.
+        reset = client.query(RESET_SESSION);
+        reset.catch(() => {});
       });
     } catch (e) {
       broken = e as Error;
@@ -154,8 +174,6 @@ export function postgresDriver(target: ConnectionTarget): Driver {
           client.release(true);
         }
       } else if (closing) {
-        // Pipelined behind the statement that closes the transaction: no extra round trip.
-        const reset = client.query(RESET_SESSION);
         Promise.all([closing, reset]).then(
           () => client.release(),
           () => client.release(true),
@@ -204,21 +222,10 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         let columns: string[] = [];
         let rowCount: number | undefined;
         // Our own fixed text, one simple-query message (never user SQL).
-        const begin = c.query(
+        const beginText =
           `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}; ` +
-            `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`,
-        );
+          `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`;
         if (readOnly && (kind === 'select' || kind === 'values')) {
-          // The pool's clients pipeline: BEGIN, DECLARE (the user's statement, extended protocol with its
-          // parameters) and the first FETCH go out together and are answered in order, in one round trip.
-          // Should BEGIN fail, DECLARE fails too (a cursor needs a transaction block): nothing runs outside
-          // the read-only transaction. Each reply is awaited in order; the first failure is the one reported.
-          const declare = c.query({
-            text: CURSOR_PREFIX + statement,
-            values,
-            queryMode: 'extended',
-            query_timeout: clientTimeout,
-          } as pg.QueryConfig);
           const fetch = (want: number) =>
             c.query({
               text: `FETCH ${want} FROM loupe_cursor`,
@@ -227,7 +234,22 @@ export function postgresDriver(target: ConnectionTarget): Driver {
             } as pg.QueryConfig);
           let batch = 50;
           let want = Math.min(batch, opts.maxRows + 1);
-          let next = fetch(want);
+          // The pool's clients pipeline: BEGIN, DECLARE (the user's statement, extended protocol with its
+          // parameters) and the first FETCH go out together, in one socket write, and are answered in order,
+          // in one round trip. Should BEGIN fail, DECLARE fails too (a cursor needs a transaction block):
+          // nothing runs outside the read-only transaction. Each reply is awaited in order; the first failure
+          // is the one reported.
+          const [begin, declare, first] = corked(c, () => [
+            c.query(beginText),
+            c.query({
+              text: CURSOR_PREFIX + statement,
+              values,
+              queryMode: 'extended',
+              query_timeout: clientTimeout,
+            } as pg.QueryConfig),
+            fetch(want),
+          ]);
+          let next = first;
           for (const p of [begin, declare, next]) p.catch(() => {}); // each is awaited below, in order
           await begin;
           await declare;
@@ -243,7 +265,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
             next = fetch(want);
           }
         } else {
-          await begin;
+          await c.query(beginText);
           const r = await c.query({
             text: statement,
             values,
@@ -255,7 +277,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
           for (const row of (r.rows ?? []) as unknown[][]) if (!collector.add(rowOf(columns, row))) break;
           if (!readOnly) rowCount = r.rowCount ?? 0;
         }
-        if (readOnly) releaseAfter(c.query('ROLLBACK'));
+        if (readOnly) corked(c, () => releaseAfter(c.query('ROLLBACK')));
         else {
           await c.query('COMMIT');
           // An approved statement may have changed the session (SET ROLE, set_config, session locks…):

@@ -5,6 +5,17 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config';
 
 let doc: DynamoDBDocumentClient | undefined;
+let factory: (() => DynamoDBDocumentClient) | undefined;
+
+/**
+ * Local runtime only (infra/local): makes `documentClient()` build its client with `make` (the direct
+ * store transport of infra/local/store-client.ts, without HTTP) instead of the SDK's; undefined goes
+ * back to the SDK client. Never called in Lambda.
+ */
+export function setDocumentClientFactory(make: (() => DynamoDBDocumentClient) | undefined): void {
+  resetDocumentClient();
+  factory = make;
+}
 
 /**
  * Connections are reused (keep-alive): a new TCP (and in AWS, TLS) connection per call would cost more
@@ -16,6 +27,10 @@ const agentOptions = { keepAlive: true, maxSockets: 50 };
 /** The DynamoDB document client: the real service in AWS, dynalite (LOUPE_DYNAMODB_ENDPOINT) locally. */
 export function documentClient(): DynamoDBDocumentClient {
   if (doc) return doc;
+  if (factory) {
+    doc = factory();
+    return doc;
+  }
   const cfg = config();
   const local = cfg.runtime === 'local' || !!cfg.LOUPE_DYNAMODB_ENDPOINT;
   const common: DynamoDBClientConfig = {

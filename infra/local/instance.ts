@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type MessagePort, parentPort } from 'node:worker_threads';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { closeAllDrivers } from '../../shared/connections/drivers/index';
+import { envelope } from '../../shared/http/envelope';
+import { groupFor } from '../../shared/http/groups';
+import { resetConfig } from '../../shared/platform/config';
+import { setDocumentClientFactory } from '../../shared/platform/db/client';
+import { localQueueSignals } from '../../shared/platform/queue/local';
+import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
+import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
+import { portStoreCall, storeDocumentClient } from './store-client';
+import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
+
+/**
+ * One handler instance: what a warm Lambda instance of each HTTP function is, locally. It loads the
+ * function modules on first use (each with its own module-level caches), turns Node HTTP requests into
+ * API Gateway proxy events and writes the answers. The local runtime runs several of them, one per
+ * worker thread (`runInstance`, started by instances.ts), or one in its own thread (`instanceServer`).
+ */
+type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+export const STAGE = 'v1';
+
+export function requestHandler(log: (line: string) => void) {
+  // The Lambda runtime's response-streaming globals, before any handler module is loaded.
+  installLambdaGlobals();
+  const handlers = new Map<string, Promise<ProxyHandler>>();
+  const handlerFor = (name: string): Promise<ProxyHandler> => {
+    let h = handlers.get(name);
+    if (!h) {
+      h = import(`../../functions/http/${name}.ts`).then((m) => m.handler as ProxyHandler);
+      handlers.set(name, h);
+    }
+    return h;
+  };
+
+  async function serve(req: IncomingMessage, res: ServerResponse) {
+    const started = performance.now();
+    const url = new URL(req.url ?? '/', 'http://local');
+    let path: string;
+    if (url.pathname === `/${STAGE}` || url.pathname.startsWith(`/${STAGE}/`))
+      path = url.pathname.slice(STAGE.length + 1) || '/';
+    else if (url.pathname.startsWith('/.well-known/')) path = url.pathname;
+    else {
+      const body = JSON.stringify(
+        envelope(randomUUID(), null, {
+          code: 'NOT_FOUND',
+          message: `Nothing is served at ${url.pathname}; the API is under /${STAGE}.`,
+        }),
+      );
+      res.writeHead(404, { 'Content-Type': 'application/json' }).end(body);
+      log(`${req.method} ${url.pathname} 404`);
+      return;
+    }
+    const group = groupFor(path);
+    const event = await toProxyEvent(req, path, STAGE, url);
+    const handler = await handlerFor(group.name);
+    if (isStreamingHandler(handler)) {
+      const status = await invokeStreaming(handler, event, lambdaContext(`loupe-${group.name}`), res);
+      const took = (performance.now() - started).toFixed(1);
+      log(`${req.method} ${url.pathname} ${status} ${took}ms ${group.name} (streamed)`);
+      return;
+    }
+    const result = await handler(event, lambdaContext(`loupe-${group.name}`));
+    writeProxyResult(res, result);
+    const ms = (performance.now() - started).toFixed(1);
+    log(`${req.method} ${url.pathname} ${result.statusCode} ${ms}ms ${group.name}`);
+  }
+
+  return (req: IncomingMessage, res: ServerResponse) => {
+    serve(req, res).catch((e) => {
+      log(`local runtime error: ${(e as Error).message}`);
+      if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
+      res.end();
+    });
+  };
+}
+
+/** An HTTP server of one instance, listening on `port` (with SO_REUSEPORT when several instances share it). */
+export async function instanceServer(
+  port: number,
+  log: (line: string) => void,
+  reusePort = false,
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const server = createServer(requestHandler(log));
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen({ port, host: '127.0.0.1', reusePort }, () => ok());
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** What the main thread gives an instance thread (instances.ts). */
+export interface InstanceData {
+  index: number;
+  port: number;
+  store: MessagePort;
+}
+
+/** Messages from an instance thread to the main thread. */
+export type InstanceMessage =
+  | { type: 'ready'; port: number }
+  | { type: 'log'; line: string }
+  | { type: 'queue-sent'; queue: string }
+  | { type: 'schedules-changed' }
+  | { type: 'stopped' };
+
+/**
+ * The body of an instance thread: store calls go over `data.store` to the main thread's store; the
+ * local queue's and scheduler's wake-up signals are forwarded to the main thread, where the workers run.
+ */
+export async function runInstance(data: InstanceData): Promise<void> {
+  const port = parentPort;
+  if (!port) throw new Error('runInstance runs in a worker thread started by instances.ts');
+  const post = (m: InstanceMessage) => port.postMessage(m);
+  resetConfig();
+  const call = portStoreCall(data.store);
+  setDocumentClientFactory(() => storeDocumentClient(call));
+  const onSent = (queue: string) => post({ type: 'queue-sent', queue });
+  const onChanged = () => post({ type: 'schedules-changed' });
+  localQueueSignals.on('sent', onSent);
+  localSchedulerSignals.on('changed', onChanged);
+  const server = await instanceServer(data.port, (line) => post({ type: 'log', line }), true);
+  port.on('message', async (m: unknown) => {
+    if (m !== 'stop') return;
+    await server.close();
+    await closeAllDrivers(); // database pools and SQLite processes of this instance
+    localQueueSignals.off('sent', onSent);
+    localSchedulerSignals.off('changed', onChanged);
+    setDocumentClientFactory(undefined);
+    data.store.close();
+    post({ type: 'stopped' });
+    port.close(); // nothing is left: the thread ends on its own
+  });
+  post({ type: 'ready', port: server.port });
+}

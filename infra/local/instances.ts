@@ -1,0 +1,116 @@
+import { availableParallelism } from 'node:os';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { localQueueSignals } from '../../shared/platform/queue/local';
+import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
+import type { InstanceData, InstanceMessage } from './instance';
+import { type StoreCall, serveStorePort } from './store-client';
+
+/** Default number of handler instances: one per core. */
+export const defaultInstances = () => availableParallelism();
+
+export interface Instances {
+  port: number;
+  readonly threads: Worker[];
+  /** CPU time of the instance threads so far (µs). */
+  cpuUsage(): Promise<{ user: number; system: number }>;
+  /** Stops every instance; resolves with how many had to be terminated (0 when every thread ended on its own). */
+  stop(): Promise<number>;
+}
+
+const STOP_WAIT_MS = 10_000;
+
+/**
+ * Starts `count` handler instances, each in a worker thread loading the function modules as a Lambda
+ * instance does (instance.ts), all listening on one port (SO_REUSEPORT: the kernel spreads connections
+ * over them). The store stays in this thread: each instance reaches it over its own MessagePort. The
+ * instances' queue and scheduler signals wake this thread's workers, which run here only, once.
+ */
+export async function startInstances(opts: {
+  count: number;
+  port: number;
+  store: StoreCall;
+  log: (line: string) => void;
+}): Promise<Instances> {
+  const threads: Worker[] = [];
+  const stopped = new Set<Worker>();
+  let port = opts.port;
+  const start = (index: number) =>
+    new Promise<Worker>((resolve, reject) => {
+      const channel = new MessageChannel();
+      serveStorePort(channel.port1, opts.store);
+      const data: InstanceData = { index, port, store: channel.port2 };
+      const worker = new Worker(new URL('./instance-entry.mjs', import.meta.url), {
+        workerData: data,
+        transferList: [channel.port2],
+        name: `loupe-instance-${index}`,
+      });
+      threads.push(worker);
+      worker.on('message', (m: InstanceMessage) => {
+        if (m.type === 'ready') {
+          port = m.port;
+          resolve(worker);
+        } else if (m.type === 'log') opts.log(`[instance ${index}] ${m.line}`);
+        else if (m.type === 'queue-sent') localQueueSignals.emit('sent', m.queue);
+        else if (m.type === 'schedules-changed') localSchedulerSignals.emit('changed');
+        else if (m.type === 'stopped') stopped.add(worker);
+      });
+      worker.once('error', (e: Error) => {
+        opts.log(`instance ${index}: ${e.stack ?? e.message}`);
+        reject(e);
+      });
+      worker.once('exit', (code) => {
+        channel.port1.close();
+        if (!stopped.has(worker)) {
+          const why = `instance ${index} exited unexpectedly (code ${code})`;
+          opts.log(why);
+          reject(new Error(why));
+        }
+      });
+    });
+  try {
+    // The first instance picks the port (when 0), the others join it.
+    await start(1);
+    await Promise.all(Array.from({ length: opts.count - 1 }, (_, i) => start(i + 2)));
+  } catch (e) {
+    await Promise.all(threads.map((t) => t.terminate()));
+    throw e;
+  }
+  return {
+    port,
+    threads,
+    async cpuUsage() {
+      const all = await Promise.all(threads.map((t) => t.cpuUsage().catch(() => ({ user: 0, system: 0 }))));
+      return all.reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }), {
+        user: 0,
+        system: 0,
+      });
+    },
+    async stop() {
+      let terminated = 0;
+      await Promise.all(
+        threads.map(async (t) => {
+          if (t.threadId === -1) return; // already ended
+          const exited = new Promise<void>((ok) => t.once('exit', () => ok()));
+          t.postMessage('stop');
+          let timer: NodeJS.Timeout | undefined;
+          const ended = await Promise.race([
+            exited.then(() => true),
+            new Promise<boolean>((ok) => {
+              timer = setTimeout(() => ok(false), STOP_WAIT_MS);
+            }),
+          ]);
+          clearTimeout(timer);
+          if (!ended) {
+            terminated++;
+            opts.log(
+              `instance ${threads.indexOf(t) + 1} did not end within ${STOP_WAIT_MS / 1000} s of stop: terminated`,
+            );
+            stopped.add(t);
+            await t.terminate();
+          }
+        }),
+      );
+      return terminated;
+    },
+  };
+}
