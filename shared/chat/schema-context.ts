@@ -30,6 +30,10 @@ export const FULL_TABLES = 8;
 /** Columns shown per table before "+N more". */
 export const MAX_COLUMNS_SHOWN = 60;
 const NOTE_CHARS = 240;
+/** Characters of a database comment in a full table description (comments are stored clipped to 300). */
+const COMMENT_PROMPT_CHARS = 300;
+/** Characters of a table's comment in a one-line description. */
+const BRIEF_COMMENT_CHARS = 80;
 
 /** A rough token count of a text (bytes / 3.5), for budgets; never sent anywhere. */
 export const estimateTokens = (text: string) => Math.ceil(Buffer.byteLength(text) / BYTES_PER_TOKEN);
@@ -122,7 +126,7 @@ export function renderTable(
     });
   const kind = table.kind === 'table' ? 'TABLE' : table.kind === 'view' ? 'VIEW' : 'COLLECTION';
   const rows = table.rowEstimate === null ? '' : ` (~${table.rowEstimate.toLocaleString('en-US')} rows)`;
-  const head = `${kind} ${table.name}${rows}${tableNote ? ` -- ${clip(tableNote.annotation, NOTE_CHARS)}` : ''}`;
+  const head = `${kind} ${table.name}${rows}${quotedComment(table.comment)}${tableNote ? ` -- ${clip(tableNote.annotation, NOTE_CHARS)}` : ''}`;
   const focus = new Set((opts.focus ?? []).map((w) => w.toLowerCase()));
   let cols = table.columns;
   if (cols.length > maxColumns) {
@@ -141,6 +145,7 @@ export function renderTable(
     if (!c.nullable && !c.primaryKey) bits.push('NOT NULL');
     const ref = fkOf.get(c.name);
     if (ref) bits.push(`→ ${ref}`);
+    if (c.comment) bits.push(quotedComment(c.comment).trimStart());
     const n = colNote.get(c.name.toLowerCase());
     if (n) {
       const extra = [noteText(n), n.examples ? `examples: ${n.examples}` : ''].filter(Boolean).join('; ');
@@ -182,10 +187,18 @@ export function renderTableBrief(
     return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}${values ? ` [values: ${clip(values, 120)}]` : ''}`;
   });
   const more = table.columns.length > cols.length ? `, … +${table.columns.length - cols.length} more` : '';
-  return `${kind} ${table.name}${rows}: ${cols.join(', ')}${more}`;
+  return `${kind} ${table.name}${rows}${quotedComment(table.comment, BRIEF_COMMENT_CHARS)}: ${cols.join(', ')}${more}`;
 }
 
 export const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
+
+/**
+ * A database comment as the prompt shows it: ` comment: "…"`, a JSON string, so that quotes, backslashes
+ * and anything the cleaning left cannot end the quotation or start a line of its own (comments are
+ * untrusted; the system prompt says they are data).
+ */
+export const quotedComment = (comment: string | undefined, max = COMMENT_PROMPT_CHARS) =>
+  comment ? ` comment: ${JSON.stringify(clip(comment, max))}` : '';
 
 export interface SchemaContext {
   /** Detailed definitions of the chosen tables. */
@@ -368,7 +381,7 @@ export function searchTables(tables: TableInfo[], notes: NoteLike[], keywords: s
       const note = notesOf(table, notes).find((n) => n.columnName === null);
       const cols = table.columns.map((c) => c.name);
       const colText = cols.slice(0, 25).join(', ') + (cols.length > 25 ? `, … +${cols.length - 25}` : '');
-      return `${table.name}(${colText})${note ? ` -- ${clip(note.annotation, 120)}` : ''}`;
+      return `${table.name}(${colText})${quotedComment(table.comment, 120)}${note ? ` -- ${clip(note.annotation, 120)}` : ''}`;
     });
 }
 
