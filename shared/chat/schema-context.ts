@@ -216,6 +216,50 @@ export interface SchemaContextOptions {
   earlierSql?: string[];
   /** Characters the schema text may take at most (the room left in the first request); default SCHEMA_BUDGET + CATALOG_BUDGET. */
   maxChars?: number;
+  /**
+   * Tables nearest to the question by embedding (indexes into `tables`, best first; embedding-index.ts),
+   * fused with the lexical ranking by reciprocal rank fusion. Absent: lexical ranking alone.
+   */
+  semantic?: number[];
+}
+
+/** The k of reciprocal rank fusion: score = Σ 1 / (k + rank) over the lexical and embedding rankings. */
+export const RRF_K = 60;
+
+/**
+ * Reciprocal rank fusion of the lexical scores and the embedding order, scaled so that the best fused
+ * score equals the best lexical score (the join-path expansion after it works on that scale).
+ */
+export function fuseRankings(lexical: Map<number, number>, semantic: number[]): Map<number, number> {
+  const fused = new Map<number, number>();
+  const add = (i: number, rank: number) => fused.set(i, (fused.get(i) ?? 0) + 1 / (RRF_K + rank + 1));
+  [...lexical.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+    .forEach(([i], rank) => {
+      add(i, rank);
+    });
+  semantic.forEach((i, rank) => {
+    add(i, rank);
+  });
+  const scale = Math.max(1, ...lexical.values()) / Math.max(...fused.values());
+  for (const [i, s] of fused) fused.set(i, s * scale);
+  return fused;
+}
+
+/** True when the whole schema fits the budget (it is then described whole and no ranking is needed). */
+export function schemaFitsWhole(tables: TableInfo[], notes: NoteLike[], question: string, maxChars?: number) {
+  const focus = words(question);
+  const max = Math.max(1_000, maxChars ?? SCHEMA_BUDGET + CATALOG_BUDGET);
+  const budget = max - Math.min(CATALOG_BUDGET, Math.floor(max / 6));
+  if (tables.length > MAX_DETAILED_TABLES) return false;
+  let used = 0;
+  for (const t of tables) {
+    let r = renderTable(t, notes, { focus });
+    if (r.length > budget / 4) r = renderTable(t, notes, { focus, maxColumns: 25 });
+    used += r.length + 1;
+    if (used > budget) return false;
+  }
+  return true;
 }
 
 /** Table names a statement reads (after FROM and JOIN), from its text; best effort, for ranking only. */
@@ -230,8 +274,9 @@ export function tablesInSql(sql: string): string[] {
 /**
  * Chooses the tables the prompt describes. A schema that fits the budget is given whole. A large one
  * (hundreds of tables) is narrowed:
- *  1. lexical rank (BM25 over table names, column names, annotations and example values; see
- *     schema-index.ts) of the question, plus the earlier questions of the conversation at half weight;
+ *  1. lexical rank (BM25 over table names, column names, annotations, example values and database
+ *     comments; see schema-index.ts) of the question, plus the earlier questions of the conversation at
+ *     half weight; fused with the embedding ranking when one is given (opts.semantic, RRF);
  *  2. tables the conversation's earlier SQL used, kept first;
  *  3. join-path expansion: tables linked to the best matches (declared foreign keys both ways, and
  *     key-like column names: `customer_id` → customers, a shared key column such as `aid`) gain a share of
@@ -280,9 +325,11 @@ export function buildSchemaContext(
 
   const index = buildIndex(tables, notes);
   const questionTerms = new Set(terms(question));
-  const score = lexicalScores(index, question);
+  let score = lexicalScores(index, question);
   for (const q of earlierQuestions)
     for (const [i, s] of lexicalScores(index, q)) score.set(i, (score.get(i) ?? 0) + s / 2);
+  const semantic = (opts.semantic ?? []).filter((i) => Number.isInteger(i) && i >= 0 && i < tables.length);
+  if (semantic.length) score = fuseRankings(score, semantic);
   const top = Math.max(0, ...score.values());
 
   // Earlier SQL's tables first.
