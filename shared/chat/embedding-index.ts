@@ -35,6 +35,10 @@ export const SEMANTIC_TOP = 20;
 export const COOLDOWN_MS = 10 * 60_000;
 /** Time for one embeddings request: building (the connection test or refresh waits) and at chat time. */
 const BUILD_TIMEOUT_MS = 20_000;
+/** Time a build may spend embedding (it starts no new request after this). */
+const BUILD_BUDGET_MS = 30_000;
+/** Tables per embeddings request when building. */
+const BUILD_BATCH = 128;
 const QUESTION_TIMEOUT_MS = 8_000;
 
 const META_SK = 'EMBIDX';
@@ -236,34 +240,44 @@ export async function refreshEmbeddingIndex(
       usable.entries.length === chosen.length &&
       usable.entries.every((e, i) => e.name === chosen[i].name && e.hash === hashes[i]);
     if (unchanged) return { embedded: 0, reused: chosen.length };
-    if (missing.length) {
-      const textOf = new Map(hashes.map((h, i) => [h, texts[i]]));
+    // Batches until BUILD_BUDGET_MS is spent: tables left over keep no vector until the next build
+    // (the connection test or refresh that waits for this is never held up much longer).
+    const textOf = new Map(hashes.map((h, i) => [h, texts[i]]));
+    const deadline = Date.now() + BUILD_BUDGET_MS;
+    let embedded = 0;
+    for (let i = 0; i < missing.length && Date.now() < deadline; i += BUILD_BATCH) {
+      const batch = missing.slice(i, i + BUILD_BATCH);
       const vectors = await embedTexts({
         ai,
         who,
         feature: 'schema_embedding',
         model: settings.model,
         dimensions: settings.dimensions,
-        texts: missing.map((h) => textOf.get(h)!),
+        texts: batch.map((h) => textOf.get(h)!),
         timeoutMs: BUILD_TIMEOUT_MS,
       });
-      const length = usable?.dimensions ?? vectors[0].length;
+      const length = usable?.dimensions ?? known.values().next().value?.length ?? vectors[0].length;
       if (vectors.some((v) => v.length !== length))
         throw new EmbeddingError(`vectors of ${vectors[0].length} dimensions, the index has ${length}`);
-      missing.forEach((h, i) => {
-        known.set(h, vectors[i]);
+      batch.forEach((h, j) => {
+        known.set(h, vectors[j]);
       });
+      embedded += batch.length;
     }
-    const entries = chosen.map((t, i) => ({ name: t.name, hash: hashes[i], vector: known.get(hashes[i])! }));
-    await saveEmbeddingIndex(
-      who.orgId,
-      connectionId,
-      settings.model,
-      asked,
-      entries[0].vector.length,
-      entries,
-    );
-    return { embedded: missing.length, reused: chosen.length - missing.length };
+    const entries = chosen.flatMap((t, i) => {
+      const vector = known.get(hashes[i]);
+      return vector ? [{ name: t.name, hash: hashes[i], vector }] : [];
+    });
+    if (entries.length)
+      await saveEmbeddingIndex(
+        who.orgId,
+        connectionId,
+        settings.model,
+        asked,
+        entries[0].vector.length,
+        entries,
+      );
+    return { embedded, reused: entries.length - embedded };
   } catch (e) {
     if (e instanceof EmbeddingError) rest(who.orgId, connectionId, 'building the schema index', e);
     else
