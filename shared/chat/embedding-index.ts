@@ -123,9 +123,10 @@ export function resetEmbeddingCooldowns(): void {
 
 // ---- Storage ----
 
-/** Decoded indexes by connection, kept while their generation is current (a few MB at most each). */
+/** Decoded indexes by connection, kept while their generation is current (and small enough). */
 const cache = new Map<string, StoredIndex>();
-const CACHED_INDEXES = 16;
+const CACHED_INDEXES = 8;
+const CACHED_INDEX_BYTES = 16 * 1024 * 1024;
 
 export async function loadEmbeddingIndex(orgId: string, connectionId: string): Promise<StoredIndex | null> {
   const pk = connPk(orgId, connectionId);
@@ -159,7 +160,7 @@ export async function loadEmbeddingIndex(orgId: string, connectionId: string): P
     entries,
   };
   cache.delete(key);
-  cache.set(key, index);
+  if (entries.length * meta.dimensions * 4 <= CACHED_INDEX_BYTES) cache.set(key, index);
   while (cache.size > CACHED_INDEXES) cache.delete(cache.keys().next().value as string);
   return index;
 }

@@ -189,6 +189,29 @@ describe('chat with the schema embedding index', () => {
     expect((await usage()).filter((u) => u.feature === 'chat_embedding')).toHaveLength(before + 1);
   });
 
+  it('automatic annotation embeds again the tables whose annotations changed', async () => {
+    const before = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find(
+      (e) => e.name === TARGET,
+    )!;
+    fake.script({ content: 'not JSON' }); // the model's rewrite is unusable: the deterministic texts stay
+    const r = await s.call('POST', `/connections/${connectionId}/annotations/auto`, {
+      body: { tables: [TARGET] },
+    });
+    expect(r.status, r.text).toBe(202);
+    for (let i = 0; i < 240 && !embeddingRequests(fake).length; i++)
+      await new Promise((ok) => setTimeout(ok, 250));
+    const inputs = embeddingRequests(fake).flatMap((x) => x.body.input as string[]);
+    expect(inputs).toHaveLength(1);
+    expect(inputs[0]).toMatch(/^Table fin\.reimbursements \(reimbursements\)\nColumns: id, amt, dt\n\S/);
+    let after = before;
+    for (let i = 0; i < 40 && after.hash === before.hash; i++) {
+      await new Promise((ok) => setTimeout(ok, 250));
+      after = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find((e) => e.name === TARGET)!;
+    }
+    expect(after.hash).not.toBe(before.hash);
+    expect((await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries).toHaveLength(TABLES);
+  }, 90_000);
+
   const failures: Array<[string, EmbeddingsMode]> = [
     ['HTTP 500', { status: 500, message: 'embeddings backend down' }],
     ['no answer (timeout)', 'hang'],
