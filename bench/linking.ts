@@ -1,9 +1,13 @@
 import pg from 'pg';
 import { generateKey } from '../shared/auth/key-material';
 import { setSchemaContextBuilder } from '../shared/chat/assistant';
+import { refreshEmbeddingIndex } from '../shared/chat/embedding-index';
 import { buildSchemaContext } from '../shared/chat/schema-context';
+import { listAnnotationsOf } from '../shared/connections/annotations';
 import { runAutoAnnotation } from '../shared/connections/auto-annotate';
 import { closeAllDrivers } from '../shared/connections/drivers/index';
+import { loadSchema } from '../shared/connections/schema-store';
+import { resetConfig } from '../shared/platform/config';
 import { addBalance } from '../shared/usage/balance';
 import { startPostgres } from '../test/support/databases';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../test/support/fake-openai';
@@ -180,6 +184,34 @@ export const linking: BenchModule = {
       }
       setSchemaContextBuilder(buildSchemaContext);
 
+      // The same retrieval fused with the optional embedding index, against the test model server's
+      // /v1/embeddings (hashed character trigrams: a toy model, so this row measures the mechanism and its
+      // cost in time, not what a real embedding model would find).
+      process.env.LOUPE_EMBEDDING_MODEL = 'bench-trigram';
+      process.env.LOUPE_EMBEDDING_DIMENSIONS = '256';
+      resetConfig();
+      const cached = await loadSchema(orgId, connectionId);
+      const i0 = Date.now();
+      const built = await refreshEmbeddingIndex(
+        { orgId, userId: adminUserId },
+        connectionId,
+        cached?.schema.tables ?? [],
+        () => listAnnotationsOf(orgId, connectionId),
+      );
+      const indexMs = Date.now() - i0;
+      if (!built?.embedded) throw new Error('The embedding index was not built.');
+      const t1 = Date.now();
+      const fused: Outcome[] = [];
+      for (const q of asked) fused.push(await ask(server, fake, connectionId, q));
+      runs.push({
+        label: 'after + embeddings (RRF, trigram test model)',
+        outcomes: fused,
+        ms: Date.now() - t1,
+      });
+      delete process.env.LOUPE_EMBEDDING_MODEL;
+      delete process.env.LOUPE_EMBEDDING_DIMENSIONS;
+      resetConfig();
+
       const over: string[] = [];
       const rowsOut = runs.map(({ label, outcomes, ms }) => {
         const n = outcomes.length;
@@ -221,12 +253,16 @@ export const linking: BenchModule = {
         rows: rowsOut,
         notes: [
           `${subset ? 'Subset' : 'Full run'}: ${tableCount} tables in ${schemas.length} schemas of one PostgreSQL database (${evalDbs.length} sql-eval databases with ${rows.toLocaleString('en-US')} rows, ${spider.length} Spider schemas without rows); ${asked.length} questions (questions_gen_postgres.csv on those databases; ${skipped} skipped: reference SQL not parsable). Automatic annotation (deterministic, sampled values): ${summary.tables} tables in ${(annotatedMs / 1000).toFixed(0)} s. Set-up ${((Date.now() - started) / 1000).toFixed(0)} s in all.`,
+          `Embeddings row: ${built.embedded} tables embedded in ${(indexMs / 1000).toFixed(1)} s (256 dimensions, test model server); time per question includes embedding the question.`,
           'Recall: the first model request describes every table of the reference SQL with its columns (named only in "Other tables" does not count). Prompt: bytes of that request (system prompt, question, tool definitions). The scripted model asks describe_tables for the missing tables, then answers: calls per question = 1 + lookups. Measures retrieval only, not the answers of any real model.',
           ...(misses.length ? ['Missed (after), first ones:', ...misses] : []),
         ],
         overTarget: over,
       };
     } finally {
+      delete process.env.LOUPE_EMBEDDING_MODEL;
+      delete process.env.LOUPE_EMBEDDING_DIMENSIONS;
+      resetConfig();
       setSchemaContextBuilder(buildSchemaContext);
       await server?.stop();
       await fake?.stop();

@@ -23,6 +23,10 @@ export const DEFAULT_PRICES: Record<string, ModelPrice> = {
   'gpt-5-nano': { promptPerMillion: 5, completionPerMillion: 40 },
   'o3-mini': { promptPerMillion: 110, completionPerMillion: 440 },
   'o4-mini': { promptPerMillion: 110, completionPerMillion: 440 },
+  // Embedding models (input tokens only).
+  'text-embedding-3-small': { promptPerMillion: 2, completionPerMillion: 0 },
+  'text-embedding-3-large': { promptPerMillion: 13, completionPerMillion: 0 },
+  'text-embedding-ada-002': { promptPerMillion: 10, completionPerMillion: 0 },
   default: { promptPerMillion: 250, completionPerMillion: 1000 },
 };
 

@@ -6,6 +6,7 @@ import type { DbType, QueryResult, TableInfo } from '../connections/drivers/type
 import { executeReadOnly } from '../connections/execute';
 import { AppError, isAppError } from '../platform/errors';
 import { logger } from '../platform/logger';
+import { semanticRanking } from './embedding-index';
 import { classifyIntent, type Intent } from './intent';
 import { boundLoopMessages, buildMessages, FIRST_PROMPT_LIMIT, type HistoryMessage } from './prompt';
 import type { ChatStep } from './response';
@@ -17,6 +18,7 @@ import {
   type NoteLike,
   renderTable,
   SCHEMA_BUDGET,
+  schemaFitsWhole,
   searchTables,
 } from './schema-context';
 import type { ChatEvent } from './sse';
@@ -113,16 +115,28 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
     history: input.history,
     question: input.question,
   };
-  const schema =
-    connection && input.tables
-      ? schemaContextBuilder(tables, input.notes, input.question, earlier, {
-          earlierSql,
-          maxChars: Math.min(
-            SCHEMA_BUDGET + CATALOG_BUDGET,
-            schemaRoom(base, toolDefinitions(connection.type, true)),
-          ),
-        })
-      : null;
+  let schema = null as ReturnType<typeof buildSchemaContext> | null;
+  if (connection && input.tables) {
+    const maxChars = Math.min(
+      SCHEMA_BUDGET + CATALOG_BUDGET,
+      schemaRoom(base, toolDefinitions(connection.type, true)),
+    );
+    // A schema too large to describe whole is narrowed; the embedding index (when configured and built)
+    // adds its ranking of the question. It never fails the answer: lexical ranking is the fallback.
+    const semantic = schemaFitsWhole(tables, input.notes, input.question, maxChars)
+      ? undefined
+      : await semanticRanking({
+          who: { orgId: ctx.orgId, userId: ctx.userId },
+          connectionId: connection.id,
+          tables,
+          question: input.question,
+        });
+    schema = schemaContextBuilder(tables, input.notes, input.question, earlier, {
+      earlierSql,
+      maxChars,
+      semantic,
+    });
+  }
   const messages: ChatCompletionMessageParam[] = buildMessages({ ...base, schema });
 
   const steps: ChatStep[] = [];

@@ -30,6 +30,10 @@ export const FULL_TABLES = 8;
 /** Columns shown per table before "+N more". */
 export const MAX_COLUMNS_SHOWN = 60;
 const NOTE_CHARS = 240;
+/** Characters of a database comment in a full table description (comments are stored clipped to 300). */
+const COMMENT_PROMPT_CHARS = 300;
+/** Characters of a table's comment in a one-line description. */
+const BRIEF_COMMENT_CHARS = 80;
 
 /** A rough token count of a text (bytes / 3.5), for budgets; never sent anywhere. */
 export const estimateTokens = (text: string) => Math.ceil(Buffer.byteLength(text) / BYTES_PER_TOKEN);
@@ -122,7 +126,7 @@ export function renderTable(
     });
   const kind = table.kind === 'table' ? 'TABLE' : table.kind === 'view' ? 'VIEW' : 'COLLECTION';
   const rows = table.rowEstimate === null ? '' : ` (~${table.rowEstimate.toLocaleString('en-US')} rows)`;
-  const head = `${kind} ${table.name}${rows}${tableNote ? ` -- ${clip(tableNote.annotation, NOTE_CHARS)}` : ''}`;
+  const head = `${kind} ${table.name}${rows}${quotedComment(table.comment)}${tableNote ? ` -- ${clip(tableNote.annotation, NOTE_CHARS)}` : ''}`;
   const focus = new Set((opts.focus ?? []).map((w) => w.toLowerCase()));
   let cols = table.columns;
   if (cols.length > maxColumns) {
@@ -141,6 +145,7 @@ export function renderTable(
     if (!c.nullable && !c.primaryKey) bits.push('NOT NULL');
     const ref = fkOf.get(c.name);
     if (ref) bits.push(`→ ${ref}`);
+    if (c.comment) bits.push(quotedComment(c.comment).trimStart());
     const n = colNote.get(c.name.toLowerCase());
     if (n) {
       const extra = [noteText(n), n.examples ? `examples: ${n.examples}` : ''].filter(Boolean).join('; ');
@@ -182,10 +187,18 @@ export function renderTableBrief(
     return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}${values ? ` [values: ${clip(values, 120)}]` : ''}`;
   });
   const more = table.columns.length > cols.length ? `, … +${table.columns.length - cols.length} more` : '';
-  return `${kind} ${table.name}${rows}: ${cols.join(', ')}${more}`;
+  return `${kind} ${table.name}${rows}${quotedComment(table.comment, BRIEF_COMMENT_CHARS)}: ${cols.join(', ')}${more}`;
 }
 
 export const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
+
+/**
+ * A database comment as the prompt shows it: ` comment: "…"`, a JSON string, so that quotes, backslashes
+ * and anything the cleaning left cannot end the quotation or start a line of its own (comments are
+ * untrusted; the system prompt says they are data).
+ */
+export const quotedComment = (comment: string | undefined, max = COMMENT_PROMPT_CHARS) =>
+  comment ? ` comment: ${JSON.stringify(clip(comment, max))}` : '';
 
 export interface SchemaContext {
   /** Detailed definitions of the chosen tables. */
@@ -203,6 +216,50 @@ export interface SchemaContextOptions {
   earlierSql?: string[];
   /** Characters the schema text may take at most (the room left in the first request); default SCHEMA_BUDGET + CATALOG_BUDGET. */
   maxChars?: number;
+  /**
+   * Tables nearest to the question by embedding (indexes into `tables`, best first; embedding-index.ts),
+   * fused with the lexical ranking by reciprocal rank fusion. Absent: lexical ranking alone.
+   */
+  semantic?: number[];
+}
+
+/** The k of reciprocal rank fusion: score = Σ 1 / (k + rank) over the lexical and embedding rankings. */
+export const RRF_K = 60;
+
+/**
+ * Reciprocal rank fusion of the lexical scores and the embedding order, scaled so that the best fused
+ * score equals the best lexical score (the join-path expansion after it works on that scale).
+ */
+export function fuseRankings(lexical: Map<number, number>, semantic: number[]): Map<number, number> {
+  const fused = new Map<number, number>();
+  const add = (i: number, rank: number) => fused.set(i, (fused.get(i) ?? 0) + 1 / (RRF_K + rank + 1));
+  [...lexical.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+    .forEach(([i], rank) => {
+      add(i, rank);
+    });
+  semantic.forEach((i, rank) => {
+    add(i, rank);
+  });
+  const scale = Math.max(1, ...lexical.values()) / Math.max(...fused.values());
+  for (const [i, s] of fused) fused.set(i, s * scale);
+  return fused;
+}
+
+/** True when the whole schema fits the budget (it is then described whole and no ranking is needed). */
+export function schemaFitsWhole(tables: TableInfo[], notes: NoteLike[], question: string, maxChars?: number) {
+  const focus = words(question);
+  const max = Math.max(1_000, maxChars ?? SCHEMA_BUDGET + CATALOG_BUDGET);
+  const budget = max - Math.min(CATALOG_BUDGET, Math.floor(max / 6));
+  if (tables.length > MAX_DETAILED_TABLES) return false;
+  let used = 0;
+  for (const t of tables) {
+    let r = renderTable(t, notes, { focus });
+    if (r.length > budget / 4) r = renderTable(t, notes, { focus, maxColumns: 25 });
+    used += r.length + 1;
+    if (used > budget) return false;
+  }
+  return true;
 }
 
 /** Table names a statement reads (after FROM and JOIN), from its text; best effort, for ranking only. */
@@ -217,8 +274,9 @@ export function tablesInSql(sql: string): string[] {
 /**
  * Chooses the tables the prompt describes. A schema that fits the budget is given whole. A large one
  * (hundreds of tables) is narrowed:
- *  1. lexical rank (BM25 over table names, column names, annotations and example values; see
- *     schema-index.ts) of the question, plus the earlier questions of the conversation at half weight;
+ *  1. lexical rank (BM25 over table names, column names, annotations, example values and database
+ *     comments; see schema-index.ts) of the question, plus the earlier questions of the conversation at
+ *     half weight; fused with the embedding ranking when one is given (opts.semantic, RRF);
  *  2. tables the conversation's earlier SQL used, kept first;
  *  3. join-path expansion: tables linked to the best matches (declared foreign keys both ways, and
  *     key-like column names: `customer_id` → customers, a shared key column such as `aid`) gain a share of
@@ -267,9 +325,11 @@ export function buildSchemaContext(
 
   const index = buildIndex(tables, notes);
   const questionTerms = new Set(terms(question));
-  const score = lexicalScores(index, question);
+  let score = lexicalScores(index, question);
   for (const q of earlierQuestions)
     for (const [i, s] of lexicalScores(index, q)) score.set(i, (score.get(i) ?? 0) + s / 2);
+  const semantic = (opts.semantic ?? []).filter((i) => Number.isInteger(i) && i >= 0 && i < tables.length);
+  if (semantic.length) score = fuseRankings(score, semantic);
   const top = Math.max(0, ...score.values());
 
   // Earlier SQL's tables first.
@@ -368,7 +428,7 @@ export function searchTables(tables: TableInfo[], notes: NoteLike[], keywords: s
       const note = notesOf(table, notes).find((n) => n.columnName === null);
       const cols = table.columns.map((c) => c.name);
       const colText = cols.slice(0, 25).join(', ') + (cols.length > 25 ? `, … +${cols.length - 25}` : '');
-      return `${table.name}(${colText})${note ? ` -- ${clip(note.annotation, 120)}` : ''}`;
+      return `${table.name}(${colText})${quotedComment(table.comment, 120)}${note ? ` -- ${clip(note.annotation, 120)}` : ''}`;
     });
 }
 

@@ -4,7 +4,7 @@ import type { TableInfo } from '../connections/drivers/types';
 
 /**
  * Lexical search over a schema, without a model: one document per table with its name, schema, column
- * names, annotations and example values as separate fields, ranked by MiniSearch (BM25+ per field, with
+ * names, annotations, example values and database comments as separate fields, ranked by MiniSearch (BM25+ per field, with
  * field boosts and prefix matches). Terms are identifier words (`CustomerID` → customer, id;
  * `order_items` → order, item), lowercased and Porter-stemmed, so plural and singular meet.
  */
@@ -80,9 +80,11 @@ interface Doc {
   keys: string;
   notes: string;
   values: string;
+  /** The database's comments on the table and its columns. */
+  comments: string;
 }
 
-const BOOST = { name: 4, columns: 2, values: 1.5, keys: 0.5, notes: 0.6, schema: 0.5 };
+const BOOST = { name: 4, columns: 2, values: 1.5, keys: 0.5, notes: 0.6, comments: 0.6, schema: 0.5 };
 
 /** `customer_id`, `CustomerID`, `country_code`: a column that names another table's key. */
 const keyLike = (column: string) => {
@@ -131,10 +133,11 @@ export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex 
         .join(' '),
       notes: own.map((n) => n.annotation).join(' \n '),
       values: own.map((n) => n.examples ?? '').join(' \n '),
+      comments: [t.comment ?? '', ...t.columns.map((c) => c.comment ?? '')].filter(Boolean).join(' \n '),
     };
   });
   const search = new MiniSearch<Doc>({
-    fields: ['name', 'schema', 'columns', 'keys', 'notes', 'values'],
+    fields: ['name', 'schema', 'columns', 'keys', 'notes', 'values', 'comments'],
     tokenize: (text) => rawWords(text),
     processTerm: (w) => (STOP.has(w) || /^\d+$/.test(w) ? null : term(w)),
     searchOptions: {

@@ -114,6 +114,11 @@ const ColumnSchema = z.object({
   type: z.string(),
   nullable: z.boolean(),
   primaryKey: z.boolean(),
+  comment: z
+    .string()
+    .max(300)
+    .optional()
+    .describe("The database's own comment on the column (cleaned, at most 300 characters); absent when none"),
 });
 const TableSchema = z.object({
   name: z.string(),
@@ -129,6 +134,13 @@ const TableSchema = z.object({
     }),
   ),
   rowEstimate: z.number().nullable(),
+  comment: z
+    .string()
+    .max(300)
+    .optional()
+    .describe(
+      "The database's own comment on the table or view (cleaned, at most 300 characters); absent when none",
+    ),
 });
 export const SchemaResult = z.object({
   schema: z.object({ tables: z.array(TableSchema) }),

@@ -1,11 +1,12 @@
 import * as z from 'zod';
 import { modelAnnotations } from '../ai/annotate';
 import type { AuthContext } from '../auth/context';
+import { refreshEmbeddingIndex } from '../chat/embedding-index';
 import { AppError, validationError } from '../platform/errors';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { queue } from '../platform/queue';
-import { type AnnotationInput, writeAnnotation } from './annotations';
+import { type AnnotationInput, listAnnotationsOf, writeAnnotation } from './annotations';
 import { loadConnection } from './connections';
 import type { ConnectionTarget, DbType, QueryResult, SchemaSnapshot, TableInfo } from './drivers/types';
 import { runReadOnly } from './run';
@@ -135,6 +136,14 @@ export async function runAutoAnnotation(job: AnnotateJob): Promise<AnnotateSumma
     summary.tables++;
   }
   logger().info('auto annotation done', { connectionId: rec.id, ...summary });
+  // Annotations are part of what the optional embedding index embeds: the changed tables are embedded again.
+  if (summary.created + summary.updated > 0)
+    await refreshEmbeddingIndex(
+      { orgId: job.orgId, userId: job.requestedBy },
+      job.connectionId,
+      cached.schema.tables,
+      () => listAnnotationsOf(job.orgId, job.connectionId),
+    );
   return summary;
 }
 

@@ -1,8 +1,10 @@
 import type { AuthContext } from '../auth/context';
+import { refreshEmbeddingIndex } from '../chat/embedding-index';
 import { AppError } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
+import { listAnnotationsOf } from './annotations';
 import { loadConnection } from './connections';
 import { diagnose, introspectionFailed } from './diagnosis';
 import { driverFor } from './drivers';
@@ -57,7 +59,13 @@ export async function storeIntrospected(
   rec: ConnectionRecord,
   schema: SchemaSnapshot,
 ): Promise<CachedSchema> {
-  const schemaSummary = await summarizeSchema(ctx, rec, schema);
+  // The optional embedding index is brought up to date meanwhile (never fails the introspection).
+  const [schemaSummary] = await Promise.all([
+    summarizeSchema(ctx, rec, schema),
+    refreshEmbeddingIndex({ orgId: rec.orgId, userId: ctx.userId }, rec.id, schema.tables, () =>
+      listAnnotationsOf(rec.orgId, rec.id),
+    ),
+  ]);
   const schemaUpdatedAt = nowIso();
   const value = { schema, schemaSummary, schemaUpdatedAt };
   await saveSchema(rec.orgId, rec.id, value);

@@ -50,6 +50,13 @@ const Env = z.object({
   LOUPE_MODEL: z.string().default('gpt-4o-mini'),
   LOUPE_OPENAI_SECRET_ARN: z.string().optional(),
   LOUPE_MODEL_PRICES: z.string().optional(),
+  /** Embedding model of the optional schema embedding index (same provider as chat); unset or empty: off. */
+  LOUPE_EMBEDDING_MODEL: z.string().optional(),
+  /** Dimensions asked of the embedding model (models that can shorten their vectors); unset: the model's own. */
+  LOUPE_EMBEDDING_DIMENSIONS: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.coerce.number().int().min(8).max(4096).optional(),
+  ),
   LOUPE_OUTBOUND_TEST_HOSTS: z.string().optional(),
   SMTP_URL: z.string().optional(),
   /** SQLite files: `<root>/<orgId>/…` locally (default `<LOUPE_DATA_DIR>/sqlite`). */

@@ -10,7 +10,7 @@ export const UsageRecord = z.object({
   promptTokens: z.number().int(),
   completionTokens: z.number().int(),
   costCents: z.number().describe('US cents, fractional allowed'),
-  feature: z.enum(['chat', 'schema_summary', 'auto_annotation']),
+  feature: z.enum(['chat', 'schema_summary', 'auto_annotation', 'schema_embedding', 'chat_embedding']),
   createdAt: z.string(),
 });
 

@@ -12,7 +12,14 @@ import { padSeq } from '../platform/ids';
  * balance item (`ADD remaining :-cost, usageCount :1`), so a page of records is one Query by range
  * and `total` is that counter.
  */
-export type UsageFeature = 'chat' | 'schema_summary' | 'auto_annotation';
+export type UsageFeature =
+  | 'chat'
+  | 'schema_summary'
+  | 'auto_annotation'
+  /** Embedding the tables of a schema for the optional embedding index (at introspection, after annotation). */
+  | 'schema_embedding'
+  /** Embedding a chat question to rank tables against that index. */
+  | 'chat_embedding';
 
 export interface UsageRecord {
   id: string;

@@ -65,6 +65,12 @@ describe('SQL Server adapter: configuration and SQL', () => {
     expect(MSSQL_INTROSPECTION.columns).toContain('p.index_id IN (0, 1)');
     expect(MSSQL_INTROSPECTION.primaryKeys).toContain('i.is_primary_key = 1');
     expect(MSSQL_INTROSPECTION.foreignKeys).toContain('sys.foreign_key_columns');
+    // Comments: MS_Description extended properties of user objects (table: minor_id 0; column: its id),
+    // clipped in the query before they cross the wire.
+    expect(MSSQL_INTROSPECTION.comments).toContain('FROM sys.extended_properties ep');
+    expect(MSSQL_INTROSPECTION.comments).toContain("ep.class = 1 AND ep.name = N'MS_Description'");
+    expect(MSSQL_INTROSPECTION.comments).toContain('c.column_id = ep.minor_id');
+    expect(MSSQL_INTROSPECTION.comments).toContain('LEFT(CAST(ep.value AS nvarchar(4000)), 1000)');
     // Every introspection statement is itself a read the guard accepts.
     for (const q of Object.values(MSSQL_INTROSPECTION))
       expect((await assertReadOnly('MSSQL', q)).kind).toBe('select');
@@ -268,6 +274,20 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
           };
         if (q === MSSQL_INTROSPECTION.foreignKeys.trim())
           return { columns: [{ name: 'fk', type: 'nvarchar' }], rows: [] };
+        if (q === MSSQL_INTROSPECTION.comments.trim())
+          return {
+            columns: [
+              { name: 'schema', type: 'nvarchar' },
+              { name: 'name', type: 'nvarchar' },
+              { name: 'col', type: 'nvarchar' },
+              { name: 'comment', type: 'nvarchar' },
+            ],
+            rows: [
+              ['dbo', 'items', null, 'Line items of\r\ninvoices'],
+              ['dbo', 'items', 'amount', `Net amount "EUR"\u0000 ${'x'.repeat(900)}`],
+              ['dbo', 'gone', null, 'a table the login cannot read'],
+            ],
+          };
         if (q.includes('FROM items')) {
           const min = typeof params[0] === 'number' ? params[0] : 0;
           return { columns: itemColumns, rows: items.filter((r) => (r[0] as number) > min) };
@@ -407,11 +427,19 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
         kind: 'table',
         columns: [
           { name: 'id', type: 'int', nullable: false, primaryKey: true },
-          { name: 'amount', type: 'decimal(30,10)', nullable: true, primaryKey: false },
+          {
+            name: 'amount',
+            type: 'decimal(30,10)',
+            nullable: true,
+            primaryKey: false,
+            // Control characters become spaces, whitespace collapses, 300 characters at most.
+            comment: `Net amount "EUR" ${'x'.repeat(282)}…`,
+          },
         ],
         primaryKey: ['id'],
         foreignKeys: [],
         rowEstimate: 3000,
+        comment: 'Line items of invoices',
       },
     ]);
   });

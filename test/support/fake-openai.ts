@@ -39,6 +39,18 @@ export interface RecordedRequest {
   raw: string;
 }
 
+/**
+ * How `POST /v1/embeddings` answers: `vectors` (default: hashed character trigrams, see trigramVector),
+ * an HTTP error, no answer at all (`hang`), a body that is not an embeddings answer (`garbage`), or
+ * vectors of the wrong length (`wrong-dimensions`).
+ */
+export type EmbeddingsMode =
+  | 'vectors'
+  | 'hang'
+  | 'garbage'
+  | 'wrong-dimensions'
+  | { status: number; message: string };
+
 export interface FakeOpenAI {
   /** Base URL for OPENAI_BASE_URL, ending in /v1. */
   url: string;
@@ -49,8 +61,10 @@ export interface FakeOpenAI {
   script(...turns: Turn[]): void;
   /** Turns not yet taken. */
   pending(): number;
-  /** Forgets recorded requests and queued turns. */
+  /** Forgets recorded requests and queued turns (the embeddings mode stays). */
   reset(): void;
+  /** Sets how /v1/embeddings answers from now on. */
+  setEmbeddings(mode: EmbeddingsMode): void;
   stop(): Promise<void>;
 }
 
@@ -67,6 +81,7 @@ export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<F
   const queue: Turn[] = [];
   const requests: RecordedRequest[] = [];
   let seq = 0;
+  let embeddings: EmbeddingsMode = 'vectors';
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((e) => {
@@ -106,6 +121,32 @@ export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<F
         object: 'list',
         data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'test' }],
       });
+    if (req.method === 'POST' && path === '/v1/embeddings') {
+      const inputs: unknown[] = Array.isArray(body?.input) ? body.input : [body?.input];
+      if (!body?.model || inputs.some((x) => typeof x !== 'string'))
+        return json(400, {
+          error: { message: 'model and input are required', type: 'invalid_request_error' },
+        });
+      const mode = embeddings;
+      if (mode === 'hang') return; // never answers (the client times out)
+      if (typeof mode === 'object')
+        return json(mode.status, { error: { message: mode.message, type: 'api_error' } });
+      if (mode === 'garbage') return json(200, { object: 'list', data: 'not vectors', usage: null });
+      const dims = Number(body.dimensions) || DEFAULT_DIMENSIONS;
+      return json(200, {
+        object: 'list',
+        model: String(body.model),
+        data: (inputs as string[]).map((text, index) => ({
+          object: 'embedding',
+          index,
+          embedding: trigramVector(text, mode === 'wrong-dimensions' ? dims + 3 : dims),
+        })),
+        usage: {
+          prompt_tokens: (inputs as string[]).reduce((n, t) => n + estimate(t), 0),
+          total_tokens: (inputs as string[]).reduce((n, t) => n + estimate(t), 0),
+        },
+      });
+    }
     if (req.method !== 'POST' || path !== '/v1/chat/completions')
       return json(404, {
         error: { message: `No route ${req.method} ${path}`, type: 'invalid_request_error' },
@@ -221,6 +262,9 @@ export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<F
       queue.length = 0;
       requests.length = 0;
     },
+    setEmbeddings: (mode) => {
+      embeddings = mode;
+    },
     stop: () =>
       new Promise<void>((ok) => {
         server.close(() => ok());
@@ -236,6 +280,33 @@ function pieces(s: string, size: number): string[] {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Vector length of the fake embeddings when the request asks for none. */
+export const DEFAULT_DIMENSIONS = 256;
+
+/**
+ * A deterministic embedding: counts of the character trigrams of each lowercased word (padded with a
+ * space each side), hashed (FNV-1a) into `dims` buckets, scaled to length 1. Texts sharing many
+ * trigrams are close: a misspelling (`reimbursments`) or another form of a word (`shipping`,
+ * `shipment`) stays near the original, which a stemmer and exact terms miss.
+ */
+export function trigramVector(text: string, dims: number): number[] {
+  const v = new Array<number>(dims).fill(0);
+  for (const word of text.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+    if (!word) continue;
+    const w = ` ${word} `;
+    for (let i = 0; i + 3 <= w.length; i++) {
+      let h = 0x811c9dc5;
+      for (const ch of w.slice(i, i + 3)) h = Math.imul(h ^ ch.codePointAt(0)!, 0x01000193) >>> 0;
+      v[h % dims] += 1;
+    }
+  }
+  const n = Math.sqrt(v.reduce((a, x) => a + x * x, 0)) || 1;
+  return v.map((x) => x / n);
+}
+
+/** Embeddings requests only, for assertions. */
+export const embeddingRequests = (f: FakeOpenAI) => f.requests.filter((r) => r.path === '/v1/embeddings');
 
 /** Model requests only (the chat completions calls), for assertions. */
 export const completions = (f: FakeOpenAI) => f.requests.filter((r) => r.path === '/v1/chat/completions');

@@ -14,6 +14,7 @@ import sql from 'mssql';
 import { connectInSequence } from 'tedious/lib/connector';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
+import { boundComments, COMMENT_READ_CHARS } from './comments';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 export interface MssqlColumn {
@@ -134,6 +135,16 @@ JOIN sys.tables rt ON rt.object_id = fk.referenced_object_id
 JOIN sys.schemas rs ON rs.schema_id = rt.schema_id
 JOIN sys.columns rc ON rc.object_id = fkc.referenced_object_id AND rc.column_id = fkc.referenced_column_id
 ORDER BY s.name, t.name, fk.name, fkc.constraint_column_id`,
+  /** MS_Description extended properties of user tables and views (minor_id 0) and of their columns, clipped. */
+  comments: `SELECT s.name AS [schema], o.name AS name, c.name AS col,
+  LEFT(CAST(ep.value AS nvarchar(4000)), ${COMMENT_READ_CHARS}) AS comment
+FROM sys.extended_properties ep
+JOIN sys.objects o ON o.object_id = ep.major_id
+JOIN sys.schemas s ON s.schema_id = o.schema_id
+LEFT JOIN sys.columns c ON c.object_id = ep.major_id AND c.column_id = ep.minor_id
+WHERE ep.class = 1 AND ep.name = N'MS_Description' AND o.type IN ('U', 'V') AND o.is_ms_shipped = 0
+  AND (ep.minor_id = 0 OR c.column_id IS NOT NULL)
+ORDER BY s.name, o.name, ep.minor_id`,
 };
 
 /** nvarchar(50), decimal(10,2), varbinary(max), … from sys.columns facts. */
@@ -152,6 +163,7 @@ export function buildMssqlSnapshot(
   columns: Record<string, unknown>[],
   primaryKeys: Record<string, unknown>[],
   foreignKeys: Record<string, unknown>[],
+  comments: Record<string, unknown>[] = [],
 ): SchemaSnapshot {
   const display = (s: unknown, n: unknown) => (s === defaultSchema ? String(n) : `${s}.${n}`);
   const tables = new Map<string, TableInfo>();
@@ -177,6 +189,15 @@ export function buildMssqlSnapshot(
       primaryKey: false,
     });
   }
+  for (const r of comments) {
+    const t = tables.get(`${r.schema}.${r.name}`);
+    if (!t || r.comment === null || r.comment === undefined) continue;
+    if (r.col === null || r.col === undefined) t.comment = String(r.comment);
+    else {
+      const col = t.columns.find((c) => c.name === r.col);
+      if (col) col.comment = String(r.comment);
+    }
+  }
   for (const r of primaryKeys) {
     const t = tables.get(`${r.schema}.${r.name}`);
     if (!t) continue;
@@ -199,7 +220,7 @@ export function buildMssqlSnapshot(
   }
   for (const fk of fks.values())
     fk.t.foreignKeys.push({ columns: fk.columns, referencedTable: fk.ref, referencedColumns: fk.refColumns });
-  return { tables: [...tables.values()] };
+  return boundComments({ tables: [...tables.values()] });
 }
 
 /**
@@ -265,6 +286,7 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
           await q(MSSQL_INTROSPECTION.columns),
           await q(MSSQL_INTROSPECTION.primaryKeys),
           await q(MSSQL_INTROSPECTION.foreignKeys),
+          await q(MSSQL_INTROSPECTION.comments),
         );
       } finally {
         await tx.rollback().catch(() => {});

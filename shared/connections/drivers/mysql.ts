@@ -13,6 +13,7 @@
 import mysql from 'mysql2';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
+import { boundComments, COMMENT_READ_CHARS } from './comments';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
@@ -232,9 +233,9 @@ export const MYSQL_INTROSPECTION = {
   scope: (database: string) =>
     database ? 'TABLE_SCHEMA = DATABASE()' : `TABLE_SCHEMA NOT IN ${SYSTEM_SCHEMAS}`,
   tables: (scope: string) =>
-    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, TABLE_TYPE AS kind, TABLE_ROWS AS estimate FROM information_schema.TABLES WHERE ${scope} ORDER BY TABLE_SCHEMA, TABLE_NAME`,
+    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, TABLE_TYPE AS kind, TABLE_ROWS AS estimate, LEFT(TABLE_COMMENT, ${COMMENT_READ_CHARS}) AS comment FROM information_schema.TABLES WHERE ${scope} ORDER BY TABLE_SCHEMA, TABLE_NAME`,
   columns: (scope: string) =>
-    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, COLUMN_NAME AS c, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k FROM information_schema.COLUMNS WHERE ${scope} ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`,
+    `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, COLUMN_NAME AS c, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k, LEFT(COLUMN_COMMENT, ${COMMENT_READ_CHARS}) AS comment FROM information_schema.COLUMNS WHERE ${scope} ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`,
   keys: (scope: string) =>
     `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, CONSTRAINT_NAME AS name, COLUMN_NAME AS c, REFERENCED_TABLE_SCHEMA AS rs, REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc FROM information_schema.KEY_COLUMN_USAGE WHERE ${scope} AND (CONSTRAINT_NAME = 'PRIMARY' OR REFERENCED_TABLE_NAME IS NOT NULL) ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`,
 };
@@ -256,6 +257,8 @@ async function introspect(
       primaryKey: [],
       foreignKeys: [],
       rowEstimate: r.estimate === null ? null : Number(r.estimate),
+      // A view's TABLE_COMMENT is the word VIEW on MySQL and MariaDB, not a comment anyone wrote.
+      ...(r.comment && !String(r.kind).includes('VIEW') ? { comment: String(r.comment) } : {}),
     });
   }
   for (const r of (await run(c, MYSQL_INTROSPECTION.columns(scope))) as Record<string, string>[]) {
@@ -264,6 +267,7 @@ async function introspect(
       type: r.type,
       nullable: r.nullable === 'YES',
       primaryKey: r.k === 'PRI',
+      ...(r.comment ? { comment: r.comment } : {}),
     });
   }
   const fks = new Map<string, { table: TableInfo; columns: string[]; ref: string; refColumns: string[] }>();
@@ -289,5 +293,5 @@ async function introspect(
       referencedTable: fk.ref,
       referencedColumns: fk.refColumns,
     });
-  return { tables: [...tables.values()] };
+  return boundComments({ tables: [...tables.values()] });
 }

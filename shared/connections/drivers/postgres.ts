@@ -18,6 +18,7 @@
 import pg from 'pg';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
+import { boundComments, COMMENT_READ_CHARS } from './comments';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
@@ -327,10 +328,12 @@ const SYSTEM_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND
 export const PG_INTROSPECTION = {
   columns: `SELECT n.nspname AS schema, c.relname AS name, c.relkind AS kind,
     CASE WHEN c.reltuples < 0 THEN NULL ELSE c.reltuples::bigint END AS estimate,
-    a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type, NOT a.attnotnull AS nullable
+    a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type, NOT a.attnotnull AS nullable,
+    left(d.description, ${COMMENT_READ_CHARS}) AS comment
   FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  LEFT JOIN pg_catalog.pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_catalog.pg_class'::regclass AND d.objsubid = a.attnum
   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition AND ${SYSTEM_SCHEMA}
     AND (has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'))
   ORDER BY n.nspname, c.relname, a.attnum`,
@@ -345,6 +348,13 @@ export const PG_INTROSPECTION = {
   LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
   WHERE k.contype IN ('p', 'f') AND ${SYSTEM_SCHEMA}
   ORDER BY n.nspname, c.relname, k.conname`,
+  /** Comments on tables and views (COMMENT ON TABLE / VIEW …; what obj_description reads), clipped. */
+  tableComments: `SELECT n.nspname AS schema, c.relname AS name, left(d.description, ${COMMENT_READ_CHARS}) AS comment
+  FROM pg_catalog.pg_description d
+  JOIN pg_class c ON c.oid = d.objoid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE d.classoid = 'pg_catalog.pg_class'::regclass AND d.objsubid = 0
+    AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${SYSTEM_SCHEMA}`,
 };
 
 async function introspect(c: pg.PoolClient): Promise<SchemaSnapshot> {
@@ -368,7 +378,17 @@ async function introspect(c: pg.PoolClient): Promise<SchemaSnapshot> {
       };
       tables.set(key, t);
     }
-    t.columns.push({ name: r.column, type: r.type, nullable: r.nullable, primaryKey: false });
+    t.columns.push({
+      name: r.column,
+      type: r.type,
+      nullable: r.nullable,
+      primaryKey: false,
+      ...(r.comment ? { comment: r.comment } : {}),
+    });
+  }
+  for (const r of (await c.query(PG_INTROSPECTION.tableComments)).rows) {
+    const t = tables.get(`${r.schema}.${r.name}`);
+    if (t && r.comment) t.comment = r.comment;
   }
   const cons = await c.query(PG_INTROSPECTION.constraints);
   for (const r of cons.rows) {
@@ -385,5 +405,5 @@ async function introspect(c: pg.PoolClient): Promise<SchemaSnapshot> {
       });
     }
   }
-  return { tables: [...tables.values()] };
+  return boundComments({ tables: [...tables.values()] });
 }

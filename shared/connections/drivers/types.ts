@@ -51,6 +51,8 @@ export interface ColumnInfo {
   type: string;
   nullable: boolean;
   primaryKey: boolean;
+  /** The database's own comment on the column (bounded, control characters removed; see comments.ts). */
+  comment?: string;
 }
 
 export interface ForeignKeyInfo {
@@ -68,6 +70,8 @@ export interface TableInfo {
   primaryKey: string[];
   foreignKeys: ForeignKeyInfo[];
   rowEstimate: number | null;
+  /** The database's own comment on the table or view (bounded, control characters removed; see comments.ts). */
+  comment?: string;
 }
 
 export interface SchemaSnapshot {

@@ -1,0 +1,268 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { loadEmbeddingIndex, resetEmbeddingCooldowns } from '../../shared/chat/embedding-index';
+import { connPk } from '../../shared/connections/store';
+import { resetConfig } from '../../shared/platform/config';
+import { db } from '../../shared/platform/db/store';
+import { addBalance } from '../../shared/usage/balance';
+import {
+  createConnection,
+  createPostgresDatabase,
+  postgresAdmin,
+  postgresConnection,
+} from '../support/connections';
+import {
+  completions,
+  type EmbeddingsMode,
+  embeddingRequests,
+  type FakeOpenAI,
+  type RecordedRequest,
+  startFakeOpenAI,
+} from '../support/fake-openai';
+import { startTestServer, type TestServer } from '../support/server';
+
+const DB = 'chat_embeddings';
+const FILLER = 100;
+const WORDS = ['audit', 'cache', 'session', 'metric', 'job', 'queue', 'token', 'setting', 'flag', 'webhook'];
+const MODEL = 'test-embedding-model';
+const DIMENSIONS = 64;
+const TABLES = FILLER + 1;
+/**
+ * Misspelled (an `r` missing): Porter stems `reimbusements` to `reimbus`, the table's name to `reimburs`,
+ * so neither the terms nor a prefix meet; the trigram vectors share most of their trigrams.
+ */
+const QUESTION = 'How many reimbusements per audit session?';
+const TARGET = 'fin.reimbursements';
+
+const systemText = (req: RecordedRequest) => req.body.messages[0].content as string;
+const described = (system: string, table: string) =>
+  system
+    .split('\n')
+    .some(
+      (l) => l === `TABLE ${table}` || l.startsWith(`TABLE ${table} `) || l.startsWith(`TABLE ${table}:`),
+    );
+
+const embeddingsOn = (on: boolean) => {
+  if (on) {
+    process.env.LOUPE_EMBEDDING_MODEL = MODEL;
+    process.env.LOUPE_EMBEDDING_DIMENSIONS = String(DIMENSIONS);
+  } else {
+    delete process.env.LOUPE_EMBEDDING_MODEL;
+    delete process.env.LOUPE_EMBEDDING_DIMENSIONS;
+  }
+  resetConfig();
+};
+
+/**
+ * The optional embedding index on real PostgreSQL, against the test model server's /v1/embeddings
+ * (deterministic trigram vectors): built at introspection and charged as usage, rebuilt only for
+ * changed tables, fused with lexical ranking so that a misspelled question reaches its table, and
+ * never in the way: every kind of endpoint failure leaves chat answering with lexical ranking.
+ */
+describe('chat with the schema embedding index', () => {
+  const info = inject('postgres');
+  let s: TestServer;
+  let fake: FakeOpenAI;
+  let connectionId: string;
+
+  const ask = async (message: string) => {
+    fake.script({ content: 'Noted.' });
+    const r = await s.call('POST', '/chat', { body: { message, connectionId } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.content).toBe('Noted.');
+    return systemText(completions(fake).at(-1)!);
+  };
+  const usage = async () =>
+    (await s.call('GET', '/usage?pageSize=100')).body.data as Array<{
+      feature: string;
+      model: string;
+      promptTokens: number;
+      costCents: number;
+    }>;
+
+  beforeAll(async () => {
+    await createPostgresDatabase(info, DB);
+    const filler = Array.from(
+      { length: FILLER },
+      (_, i) =>
+        `CREATE TABLE ops.sys_${WORDS[i % WORDS.length]}_${String(i).padStart(3, '0')} (id integer PRIMARY KEY, created_at timestamptz, payload jsonb, kind text, note text, status text);`,
+    ).join('\n');
+    await postgresAdmin(
+      info,
+      DB,
+      `CREATE SCHEMA ops; CREATE SCHEMA fin; ${filler}
+       CREATE TABLE fin.reimbursements (id integer PRIMARY KEY, amt numeric, dt date);
+       GRANT USAGE ON SCHEMA ops, fin TO ${info.user};
+       GRANT SELECT ON ALL TABLES IN SCHEMA ops, fin TO ${info.user};`,
+    );
+    fake = await startFakeOpenAI();
+    embeddingsOn(true);
+    s = await startTestServer({
+      env: {
+        OPENAI_API_KEY: fake.apiKey,
+        OPENAI_BASE_URL: fake.url,
+        LOUPE_MODEL: 'test-model',
+        LOUPE_AI_RATE_LIMIT: '10000',
+        LOUPE_EMBEDDING_MODEL: MODEL,
+        LOUPE_EMBEDDING_DIMENSIONS: String(DIMENSIONS),
+      },
+    });
+    await addBalance(s.app.orgId, s.app.adminUserId, 1_000_000);
+    connectionId = await createConnection(s, { ...postgresConnection(info, { database: DB }), name: 'Ops' });
+  }, 120_000);
+  afterAll(async () => {
+    embeddingsOn(false);
+    await s?.stop();
+    await fake?.stop();
+  });
+  beforeEach(() => {
+    expect(fake.pending(), 'every scripted turn of the previous test was used').toBe(0);
+    fake.reset();
+    fake.setEmbeddings('vectors');
+    resetEmbeddingCooldowns();
+    embeddingsOn(true);
+  });
+
+  it('builds the index at introspection, stores it compactly and records its cost as schema_embedding', async () => {
+    fake.script({ content: 'Operations tables.' });
+    const t = await s.call('POST', `/connections/${connectionId}/test`);
+    expect(t.body.data, t.text).toMatchObject({ success: true, tableCount: TABLES });
+
+    const sent = embeddingRequests(fake);
+    expect(sent.length).toBeGreaterThan(0);
+    const inputs = sent.flatMap((r) => r.body.input as string[]);
+    expect(inputs).toHaveLength(TABLES);
+    expect(sent.every((r) => r.body.model === MODEL && r.body.dimensions === DIMENSIONS)).toBe(true);
+    expect(sent.every((r) => r.body.encoding_format === 'float')).toBe(true);
+    // What is sent for a table: its name and name words, and its columns; never rows.
+    expect(inputs).toContain('Table fin.reimbursements (reimbursements)\nColumns: id, amt, dt');
+
+    const records = (await usage()).filter((u) => u.feature === 'schema_embedding');
+    expect(records).toHaveLength(sent.length);
+    for (const u of records) {
+      expect(u.model).toBe(MODEL);
+      expect(u.promptTokens).toBeGreaterThan(0);
+      expect(u.costCents).toBeGreaterThan(0);
+    }
+
+    const index = await loadEmbeddingIndex(s.app.orgId, connectionId);
+    expect(index).toMatchObject({ model: MODEL, dimensions: DIMENSIONS });
+    expect(index!.entries).toHaveLength(TABLES);
+    expect(index!.entries.find((e) => e.name === TARGET)?.vector).toHaveLength(DIMENSIONS);
+    const items = await db.query({ pk: connPk(s.app.orgId, connectionId), prefix: 'EMBIDX' });
+    expect(items.length).toBeGreaterThanOrEqual(2); // meta and at least one chunk
+    for (const item of items) expect(Buffer.byteLength(JSON.stringify(item))).toBeLessThan(400_000);
+  });
+
+  it('re-reading the schema embeds only the tables whose text changed', async () => {
+    fake.script({ content: 'Same.' });
+    expect((await s.call('POST', `/connections/${connectionId}/schema`)).status).toBe(200);
+    expect(embeddingRequests(fake)).toHaveLength(0);
+
+    await postgresAdmin(info, DB, `COMMENT ON TABLE ops.sys_flag_008 IS 'Feature switches per tenant'`);
+    fake.script({ content: 'Same.' });
+    expect((await s.call('POST', `/connections/${connectionId}/schema`)).status).toBe(200);
+    const inputs = embeddingRequests(fake).flatMap((r) => r.body.input as string[]);
+    expect(inputs).toEqual([
+      expect.stringMatching(/^Table ops\.sys_flag_008 \(sys flag 008\)\nFeature switches per tenant\n/),
+    ]);
+    expect((await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries).toHaveLength(TABLES);
+  });
+
+  it('a misspelled table name reaches the first prompt only with embeddings on', async () => {
+    embeddingsOn(false);
+    const lexical = await ask(QUESTION);
+    expect(lexical).toMatch(/Schema \(\d+ of 101 tables described/);
+    expect(described(lexical, TARGET)).toBe(false);
+    expect(described(lexical, 'ops.sys_audit_000')).toBe(true);
+    // Off: not a single call to the embeddings endpoint.
+    expect(embeddingRequests(fake)).toHaveLength(0);
+
+    embeddingsOn(true);
+    const before = (await usage()).filter((u) => u.feature === 'chat_embedding').length;
+    const fused = await ask(QUESTION);
+    expect(described(fused, TARGET)).toBe(true);
+    // The lexical matches are still there.
+    expect(described(fused, 'ops.sys_audit_000')).toBe(true);
+    const sent = embeddingRequests(fake);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].body.input).toEqual([QUESTION]);
+    expect((await usage()).filter((u) => u.feature === 'chat_embedding')).toHaveLength(before + 1);
+  });
+
+  it('automatic annotation embeds again the tables whose annotations changed', async () => {
+    const before = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find(
+      (e) => e.name === TARGET,
+    )!;
+    fake.script({ content: 'not JSON' }); // the model's rewrite is unusable: the deterministic texts stay
+    const r = await s.call('POST', `/connections/${connectionId}/annotations/auto`, {
+      body: { tables: [TARGET] },
+    });
+    expect(r.status, r.text).toBe(202);
+    for (let i = 0; i < 240 && !embeddingRequests(fake).length; i++)
+      await new Promise((ok) => setTimeout(ok, 250));
+    const inputs = embeddingRequests(fake).flatMap((x) => x.body.input as string[]);
+    expect(inputs).toHaveLength(1);
+    expect(inputs[0]).toMatch(/^Table fin\.reimbursements \(reimbursements\)\nColumns: id, amt, dt\n\S/);
+    let after = before;
+    for (let i = 0; i < 40 && after.hash === before.hash; i++) {
+      await new Promise((ok) => setTimeout(ok, 250));
+      after = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find((e) => e.name === TARGET)!;
+    }
+    expect(after.hash).not.toBe(before.hash);
+    expect((await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries).toHaveLength(TABLES);
+  }, 90_000);
+
+  const failures: Array<[string, EmbeddingsMode]> = [
+    ['HTTP 500', { status: 500, message: 'embeddings backend down' }],
+    ['no answer (timeout)', 'hang'],
+    ['vectors of the wrong length', 'wrong-dimensions'],
+    ['a body that is not an embeddings answer', 'garbage'],
+  ];
+  for (const [what, mode] of failures)
+    it(`embeddings endpoint failing (${what}): chat answers with lexical ranking, then leaves the endpoint alone`, async () => {
+      fake.setEmbeddings(mode);
+      const system = await ask(QUESTION);
+      expect(described(system, TARGET)).toBe(false);
+      expect(described(system, 'ops.sys_audit_000')).toBe(true);
+      expect(embeddingRequests(fake)).toHaveLength(1);
+
+      // Resting: the next question does not call the endpoint, and a schema refresh still succeeds.
+      fake.setEmbeddings('vectors');
+      expect(described(await ask(QUESTION), TARGET)).toBe(false);
+      fake.script({ content: 'Same.' });
+      await postgresAdmin(info, DB, `COMMENT ON TABLE ops.sys_job_004 IS 'Batch runs ${what}'`);
+      expect((await s.call('POST', `/connections/${connectionId}/schema`)).status).toBe(200);
+      expect(embeddingRequests(fake)).toHaveLength(1);
+    }, 60_000);
+
+  it('the index is rebuilt when the endpoint answers again after a failed build', async () => {
+    fake.setEmbeddings({ status: 503, message: 'overloaded' });
+    await postgresAdmin(info, DB, `COMMENT ON TABLE ops.sys_cache_001 IS 'Warm entries'`);
+    fake.script({ content: 'Same.' });
+    expect((await s.call('POST', `/connections/${connectionId}/schema`)).status).toBe(200);
+    expect(embeddingRequests(fake)).toHaveLength(1);
+    const stale = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find(
+      (e) => e.name === 'ops.sys_cache_001',
+    )!.hash;
+
+    resetEmbeddingCooldowns(); // ten minutes later
+    fake.setEmbeddings('vectors');
+    fake.script({ content: 'Same.' });
+    expect((await s.call('POST', `/connections/${connectionId}/schema`)).status).toBe(200);
+    // The table changed during the failed build, and the one whose comment changed while the endpoint
+    // rested (the failure tests above); nothing else.
+    const inputs = embeddingRequests(fake)
+      .slice(1)
+      .flatMap((r) => r.body.input as string[]);
+    expect(inputs).toEqual([
+      expect.stringMatching(/^Table ops\.sys_cache_001 .*\nWarm entries\n/),
+      expect.stringMatching(
+        /^Table ops\.sys_job_004 .*\nBatch runs a body that is not an embeddings answer\n/,
+      ),
+    ]);
+    const fresh = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find(
+      (e) => e.name === 'ops.sys_cache_001',
+    )!.hash;
+    expect(fresh).not.toBe(stale);
+  });
+});
