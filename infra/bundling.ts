@@ -10,26 +10,52 @@ export const NODE_MAJOR = 24;
 const builtins = new Set(builtinModules.flatMap((m) => (m.startsWith('node:') ? [m] : [m, `node:${m}`])));
 
 /**
- * Loads Node built-ins with require() instead of ESM `import`. An ESM import of a built-in builds a
- * module facade that reads every export, which runs lazy getters: importing `node:http` that way loads
- * Node's bundled undici (fetch, WebSocket), 10–15 ms per cold start for nothing. require() returns the
- * same module object without the facade; esbuild wraps it like any CommonJS module.
+ * Loads Node built-ins with require() instead of ESM `import`. An ESM import of a built-in (static or
+ * `import()`) builds a module facade that reads every export, which runs lazy getters: importing
+ * `node:http` that way loads Node's bundled undici (fetch, WebSocket), 25–30 ms of CPU per cold start
+ * for nothing (the AWS SDK's HTTP handler does `await import('node:http')` on its first plain-HTTP
+ * request). require() returns the same module object without the facade; esbuild wraps it like any
+ * CommonJS module. An `import()` of a built-in gets a small ESM module instead (see `dynamicBuiltin`).
  */
 const builtinsViaRequire: Plugin = {
   name: 'builtins-via-require',
   setup(b) {
     b.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
-      // Dynamic import() keeps Node's own ESM module (named exports; the cost only arises when used).
-      if (!builtins.has(args.path) || args.kind === 'require-call' || args.kind === 'dynamic-import')
-        return undefined;
-      return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin' };
+      if (!builtins.has(args.path) || args.kind === 'require-call') return undefined;
+      const path = args.path.startsWith('node:') ? args.path : `node:${args.path}`;
+      return { path, namespace: args.kind === 'dynamic-import' ? 'builtin-dynamic' : 'builtin' };
     });
     b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
       contents: `module.exports = require(${JSON.stringify(args.path)});`,
       loader: 'js',
     }));
+    b.onLoad({ filter: /.*/, namespace: 'builtin-dynamic' }, (args) => ({
+      contents: dynamicBuiltin(args.path),
+      loader: 'js',
+    }));
   },
 };
+
+/**
+ * The module an `import()` of a built-in resolves to: the require()d module as `default` plus its
+ * exports by name, like Node's own namespace (esbuild would give a CommonJS module only a `default`
+ * there, and `const { readFile } = await import('node:fs/promises')` needs the names). The names are
+ * those of the built-in in the Node that bundles (the runtime's major version). Left out: lazy getters
+ * for what Node also offers as a global (`WebSocket`, `CloseEvent`, `MessageEvent` of node:http), since
+ * reading them is exactly what loads undici; code that needs them uses the global.
+ */
+function dynamicBuiltin(name: string): string {
+  const mod = process.getBuiltinModule(name) as Record<string, unknown>;
+  const names = Object.keys(mod).filter(
+    (k) => k !== 'default' && !(Object.getOwnPropertyDescriptor(mod, k)?.get && k in globalThis),
+  );
+  const locals = names.map((k, i) => `${JSON.stringify(k)}:e${i}`).join(',');
+  const exported = names.map((k, i) => `e${i} as ${JSON.stringify(k)}`).join(',');
+  return (
+    `const m=require(${JSON.stringify(name)});export default m;` +
+    (names.length ? `const{${locals}}=m;export{${exported}};` : '')
+  );
+}
 
 /**
  * The SQL guard's WebAssembly parsers (loaded lazily, each in its own chunk). libpg-query's Emscripten
