@@ -46,7 +46,6 @@ async function dispatch(req: HttpRequest) {
     baseUrl: state.baseUrl,
     headers: req.event.headers ?? {},
     event: req.event,
-    prefetched: state.prefetched?.orgId === state.ctx?.orgId ? state.prefetched?.value : undefined,
   } as never);
   const headers = { ...state.headers, ...(reply.headers ?? {}) };
   if (reply.raw)

@@ -16,8 +16,6 @@ export interface Req<S extends EndpointSpec = EndpointSpec> {
   baseUrl: string;
   headers: Record<string, string | undefined>;
   event: APIGatewayProxyEvent;
-  /** What the route's `prefetch` started once the key was known (absent for routes without one). */
-  prefetched?: Promise<unknown>;
 }
 
 /** What a route handler returns; the stack wraps `data` in the envelope. */
@@ -30,20 +28,11 @@ export interface Reply {
   raw?: { body: string; contentType: string };
 }
 
-/**
- * A read a route needs that depends only on the caller's organization and the raw path parameters. It
- * starts as soon as the API key is known, alongside the user lookup and the rate-limit count; the route
- * gets its promise as `req.prefetched` and still does every access check itself. The parameters are not
- * validated yet: the read must treat them as untrusted and may resolve to anything the route ignores.
- */
-export type Prefetch = (orgId: string, rawParams: Record<string, string>) => Promise<unknown>;
-
 export interface Route {
   spec: EndpointSpec;
   run: (req: Req<any>) => Promise<Reply>;
   pattern: RegExp;
   paramNames: string[];
-  prefetch?: Prefetch;
 }
 
 export function compilePath(path: string): { pattern: RegExp; paramNames: string[] } {
@@ -66,7 +55,6 @@ export function compilePath(path: string): { pattern: RegExp; paramNames: string
 export function on<S extends EndpointSpec<any, any, any>>(
   spec: S,
   run: (req: Req<S>) => Promise<Reply>,
-  opts: { prefetch?: Prefetch } = {},
 ): Route {
-  return { spec, run: run as Route['run'], ...compilePath(spec.path), prefetch: opts.prefetch };
+  return { spec, run: run as Route['run'], ...compilePath(spec.path) };
 }

@@ -6,25 +6,11 @@ import { type HttpRequest, headerOf } from './state';
 
 export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/oauth-protected-resource`;
 
-/** Starts the route's prefetch (if any); a request that ends before using it ignores its outcome. */
-function beginPrefetch(req: HttpRequest, orgId: string): void {
-  const prefetch = req.state.route!.prefetch;
-  if (!prefetch) return;
-  let value: Promise<unknown>;
-  try {
-    value = prefetch(orgId, req.state.rawParams ?? {});
-  } catch (e) {
-    value = Promise.reject(e);
-  }
-  value.catch(() => {});
-  req.state.prefetched = { orgId, value };
-}
-
 /**
  * Authenticates the key, then checks the route's scope and admin requirement (403 otherwise). Once the
- * key is known (and grants the route's scope), the organization's rate-limit count and the route's
- * prefetch start; the user's role and connections usually come with the key (see store.ts), otherwise
- * the user lookup runs alongside them. orgRateLimit and the route await them.
+ * key is known (and grants the route's scope), the organization's rate-limit check starts; the user's
+ * role and connections usually come with the key (see store.ts), otherwise the user lookup runs alongside
+ * it. orgRateLimit awaits the check.
  */
 export function auth(): MiddlewareObj {
   return {
@@ -34,10 +20,7 @@ export function auth(): MiddlewareObj {
       if (spec.auth === 'none') return;
       const metadataUrl = resourceMetadataUrl(req.state.baseUrl);
       const key = await liveKey(headerOf(req.event, 'authorization'), metadataUrl);
-      if (!spec.scope || scopesAllow(key.scopes, spec.scope)) {
-        beginOrgRateLimit(req, key.orgId);
-        beginPrefetch(req, key.orgId);
-      }
+      if (!spec.scope || scopesAllow(key.scopes, spec.scope)) beginOrgRateLimit(req, key.orgId);
       const ctx = await callerOf(key, metadataUrl);
       if (spec.scope && !hasScope(ctx, spec.scope))
         throw forbidden(`This API key lacks the "${spec.scope}" scope required for this operation.`);

@@ -15,8 +15,6 @@ export interface RequestState {
   ctx?: AuthContext;
   /** The organization rate-limit count started by auth once the key is known (awaited by orgRateLimit). */
   orgLimit?: { orgId: string; count: Promise<Record<string, string>> };
-  /** The route's prefetch, started by auth once the key is known. */
-  prefetched?: { orgId: string; value: Promise<unknown> };
   validated?: { params: unknown; query: unknown; body: unknown };
   baseUrl: string;
   sourceIp: string;
