@@ -18,6 +18,7 @@ export interface Instances {
 }
 
 const STOP_WAIT_MS = 10_000;
+const STOPPED_GRACE_MS = 1_000;
 
 /**
  * Starts `count` handler instances, each in a worker thread loading the function modules as a Lambda
@@ -90,24 +91,42 @@ export async function startInstances(opts: {
       await Promise.all(
         threads.map(async (t) => {
           if (t.threadId === -1) return; // already ended
+          const index = threads.indexOf(t) + 1;
           const exited = new Promise<void>((ok) => t.once('exit', () => ok()));
+          const finished = new Promise<void>((ok) => {
+            if (stopped.has(t)) ok();
+            else t.on('message', (m: InstanceMessage) => m.type === 'stopped' && ok());
+          });
           t.postMessage('stop');
           let timer: NodeJS.Timeout | undefined;
-          const ended = await Promise.race([
-            exited.then(() => true),
-            new Promise<boolean>((ok) => {
-              timer = setTimeout(() => ok(false), STOP_WAIT_MS);
-            }),
+          const wait = (ms: number) =>
+            new Promise<'timeout'>((ok) => {
+              timer = setTimeout(() => ok('timeout'), ms);
+            });
+          // The instance closes its server, drivers and store channel, then reports 'stopped' and ends
+          // when nothing is left. A request still in flight (a query being cancelled) may hold a timer for
+          // a while: like a Lambda instance that is frozen, it is then terminated after a grace period.
+          const first = await Promise.race([
+            exited.then(() => 'exited' as const),
+            finished.then(() => 'stopped' as const),
+            wait(STOP_WAIT_MS),
           ]);
           clearTimeout(timer);
-          if (!ended) {
-            terminated++;
-            opts.log(
-              `instance ${threads.indexOf(t) + 1} did not end within ${STOP_WAIT_MS / 1000} s of stop: terminated`,
-            );
-            stopped.add(t);
-            await t.terminate();
+          let outcome: string = first;
+          if (first === 'stopped') {
+            outcome = await Promise.race([exited.then(() => 'exited'), wait(STOPPED_GRACE_MS)]);
+            clearTimeout(timer);
           }
+          if (outcome === 'exited') return;
+          terminated++;
+          stopped.add(t);
+          if (first === 'timeout')
+            opts.log(`instance ${index} did not stop within ${STOP_WAIT_MS / 1000} s: terminated`);
+          else
+            opts.log(
+              `instance ${index} stopped with work still pending (an interrupted request): terminated`,
+            );
+          await t.terminate();
         }),
       );
       return terminated;

@@ -215,7 +215,7 @@ describe('local runtime with 2 handler instances', () => {
   it('stops cleanly: both threads end on their own, no handle is left behind', async () => {
     await app.stop();
     stopped = true;
-    expect(logs.filter((l) => /did not end|exited unexpectedly|local runtime error/.test(l))).toEqual([]);
+    expect(logs.filter((l) => /terminated|exited unexpectedly|local runtime error/.test(l))).toEqual([]);
     await new Promise((r) => setTimeout(r, 100));
     const left = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap');
     const before = resourcesBefore.filter((r) => r !== 'TTYWrap');

@@ -86,6 +86,10 @@ describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real 
       LOUPE_ADMIN_KEY: key,
       LOUPE_DEMO_DATA: 'true',
       LOUPE_LOG_LEVEL: 'SILENT',
+      // The handlers in the main thread: the counts of SQLite processes below assume one driver pool (with
+      // handler instances, each instance and the main thread's workers keep their own, as Lambda
+      // instances do, and the demo's introspection leaves an idle one in the main thread).
+      LOUPE_LOCAL_INSTANCES: '0',
     };
     delete env.VITEST;
     delete env.NODE_OPTIONS;
