@@ -1,4 +1,5 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { embeddingSettings } from '../ai/embeddings';
 import { callModel, type ToolCall } from '../ai/model';
 import type { AiProvider } from '../ai/provider';
 import type { AuthContext } from '../auth/context';
@@ -123,14 +124,15 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
     );
     // A schema too large to describe whole is narrowed; the embedding index (when configured and built)
     // adds its ranking of the question. It never fails the answer: lexical ranking is the fallback.
-    const semantic = schemaFitsWhole(tables, input.notes, input.question, maxChars)
-      ? undefined
-      : await semanticRanking({
-          who: { orgId: ctx.orgId, userId: ctx.userId },
-          connectionId: connection.id,
-          tables,
-          question: input.question,
-        });
+    const semantic =
+      !embeddingSettings() || schemaFitsWhole(tables, input.notes, input.question, maxChars)
+        ? undefined
+        : await semanticRanking({
+            who: { orgId: ctx.orgId, userId: ctx.userId },
+            connectionId: connection.id,
+            tables,
+            question: input.question,
+          });
     schema = schemaContextBuilder(tables, input.notes, input.question, earlier, {
       earlierSql,
       maxChars,
