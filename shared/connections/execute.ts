@@ -3,8 +3,11 @@ import { AppError, isAppError, validationError } from '../platform/errors';
 import { loadConnection } from './connections';
 import type { DbType, QueryResult } from './drivers/types';
 import { type QueryStatus, startQueryRecord } from './history';
-import { runReadOnly } from './run';
 import { targetFor } from './target';
+
+/** The drivers, the SQL guard and error diagnosis load with the first query, not at a cold start. */
+let runModule: Promise<typeof import('./run')> | undefined;
+const run = () => (runModule ??= import('./run'));
 
 export interface ExecuteInput {
   /** SQL text, or for MONGODB a JSON query string (decisions.md §3). */
@@ -69,6 +72,7 @@ export async function executeReadOnly(
     userId: ctx.userId,
   };
   try {
+    const { runReadOnly } = await run();
     const result = await runReadOnly(target, input.sql, {
       maxRows,
       maxBytes: MAX_RESULT_BYTES,
