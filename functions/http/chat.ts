@@ -1,5 +1,4 @@
 import * as chatApi from '../../shared/chat/api';
-import { chat } from '../../shared/chat/chat';
 import * as api from '../../shared/conversations/api';
 import {
   createConversation,
@@ -12,9 +11,13 @@ import {
 import { on } from '../../shared/http/route';
 import { streamingHttpHandler } from '../../shared/http/stream';
 
-/** POST /chat (streams when asked) and the conversations. A streaming group: see shared/http/stream.ts. */
+/**
+ * POST /chat (streams when asked) and the conversations. A streaming group: see shared/http/stream.ts.
+ * The chat itself (model client, schema retrieval, SQL guard, drivers) loads with the first chat
+ * request, a lazy chunk: a cold start that lists conversations does not compile it.
+ */
 export const handler = streamingHttpHandler([
-  on(chatApi.chat, async ({ ctx, body }) => chat(ctx, body)),
+  on(chatApi.chat, async ({ ctx, body }) => (await import('../../shared/chat/chat')).chat(ctx, body)),
   on(api.listConversations, async ({ ctx, query }) => listConversations(ctx, query)),
   on(api.createConversation, async ({ ctx, body }) => ({
     status: 201,

@@ -6,7 +6,6 @@ import {
   updateAnnotation,
 } from '../../shared/connections/annotations';
 import * as api from '../../shared/connections/api';
-import { requestAutoAnnotation } from '../../shared/connections/auto-annotate';
 import {
   connectionView,
   createConnection,
@@ -15,12 +14,14 @@ import {
   loadConnection,
   updateConnection,
 } from '../../shared/connections/connections';
-import { executeReadOnly } from '../../shared/connections/execute';
-import { listQueryHistory } from '../../shared/connections/history';
-import { getSchema, refreshSchema } from '../../shared/connections/schema';
-import { testConnection } from '../../shared/connections/test-connection';
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
+
+// What reaches a database (queries, schema reads, connection tests, history, auto-annotation) loads with
+// its route's first call, a lazy chunk: a cold start compiles the handler stack and the connections'
+// records only.
+const execute = () => import('../../shared/connections/execute');
+const schema = () => import('../../shared/connections/schema');
 
 export const handler = httpHandler([
   on(api.listConnections, async ({ ctx, query }) => listConnections(ctx, query)),
@@ -35,13 +36,19 @@ export const handler = httpHandler([
     data: await updateConnection(ctx, params.id, body),
   })),
   on(api.deleteConnection, async ({ ctx, params }) => ({ data: await deleteConnection(ctx, params.id) })),
-  on(api.testConnection, async ({ ctx, params }) => ({ data: await testConnection(ctx, params.id) })),
-  on(api.getSchema, async ({ ctx, params }) => ({ data: await getSchema(ctx, params.id) })),
-  on(api.refreshSchema, async ({ ctx, params }) => ({ data: await refreshSchema(ctx, params.id) })),
-  on(api.runQuery, async ({ ctx, params, body }) => ({
-    data: await executeReadOnly(ctx, params.id, { ...body, source: 'query' }),
+  on(api.testConnection, async ({ ctx, params }) => ({
+    data: await (await import('../../shared/connections/test-connection')).testConnection(ctx, params.id),
   })),
-  on(api.listQueries, async ({ ctx, params, query }) => listQueryHistory(ctx, params.id, query)),
+  on(api.getSchema, async ({ ctx, params }) => ({ data: await (await schema()).getSchema(ctx, params.id) })),
+  on(api.refreshSchema, async ({ ctx, params }) => ({
+    data: await (await schema()).refreshSchema(ctx, params.id),
+  })),
+  on(api.runQuery, async ({ ctx, params, body }) => ({
+    data: await (await execute()).executeReadOnly(ctx, params.id, { ...body, source: 'query' }),
+  })),
+  on(api.listQueries, async ({ ctx, params, query }) =>
+    (await import('../../shared/connections/history')).listQueryHistory(ctx, params.id, query),
+  ),
   on(api.listAnnotations, async ({ ctx, params, query }) => listAnnotations(ctx, params.id, query)),
   on(api.createAnnotation, async ({ ctx, params, body }) => ({
     status: 201,
@@ -49,7 +56,11 @@ export const handler = httpHandler([
   })),
   on(api.autoAnnotate, async ({ ctx, params, body }) => ({
     status: 202,
-    data: await requestAutoAnnotation(ctx, params.id, body?.tables),
+    data: await (await import('../../shared/connections/auto-annotate')).requestAutoAnnotation(
+      ctx,
+      params.id,
+      body?.tables,
+    ),
   })),
   on(api.getAnnotation, async ({ ctx, params }) => ({
     data: await getAnnotation(ctx, params.id, params.annotationId),

@@ -1,7 +1,6 @@
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
 import * as api from '../../shared/workflows/api';
-import { listRuns, previewWorkflow, runDraftNow, testAction } from '../../shared/workflows/runner';
 import {
   createWorkflow,
   deleteWorkflow,
@@ -9,6 +8,10 @@ import {
   listWorkflows,
   updateWorkflow,
 } from '../../shared/workflows/workflows';
+
+// Runs, previews and test deliveries (queries, webhooks, email) load with their route's first call, a
+// lazy chunk: a cold start compiles the handler stack and the workflows' records only.
+const runner = () => import('../../shared/workflows/runner');
 
 export const handler = httpHandler([
   on(api.listWorkflows, async ({ ctx, query }) => listWorkflows(ctx, query)),
@@ -18,11 +21,18 @@ export const handler = httpHandler([
     data: await updateWorkflow(ctx, params.id, body),
   })),
   on(api.deleteWorkflow, async ({ ctx, params }) => ({ data: await deleteWorkflow(ctx, params.id) })),
-  on(api.runWorkflow, async ({ ctx, params }) => ({ status: 201, data: await runDraftNow(ctx, params.id) })),
-  on(api.previewWorkflow, async ({ ctx, params }) => ({ data: await previewWorkflow(ctx, params.id) })),
+  on(api.runWorkflow, async ({ ctx, params }) => ({
+    status: 201,
+    data: await (await runner()).runDraftNow(ctx, params.id),
+  })),
+  on(api.previewWorkflow, async ({ ctx, params }) => ({
+    data: await (await runner()).previewWorkflow(ctx, params.id),
+  })),
   on(api.testWorkflowAction, async ({ ctx, params, body }) => ({
     status: 201,
-    data: await testAction(ctx, params.id, params.order, body.confirmDelivery),
+    data: await (await runner()).testAction(ctx, params.id, params.order, body.confirmDelivery),
   })),
-  on(api.listWorkflowRuns, async ({ ctx, params, query }) => listRuns(ctx, params.id, query)),
+  on(api.listWorkflowRuns, async ({ ctx, params, query }) =>
+    (await runner()).listRuns(ctx, params.id, query),
+  ),
 ]);

@@ -3,8 +3,11 @@ import { AppError, isAppError, notFound, validationError } from '../platform/err
 import { loadConnection } from './connections';
 import type { DbType, QueryResult } from './drivers/types';
 import { claimQueryNumber, type QueryStatus, queryRecordAt } from './history';
-import { runReadOnly } from './run';
 import { targetFor } from './target';
+
+/** The drivers, the SQL guard and error diagnosis load with the first query, not at a cold start. */
+let runModule: Promise<typeof import('./run')> | undefined;
+const run = () => (runModule ??= import('./run'));
 
 export interface ExecuteInput {
   /** SQL text, or for MONGODB a JSON query string (decisions.md §3). */
@@ -71,6 +74,7 @@ export async function executeReadOnly(
     userId: ctx.userId,
   };
   try {
+    const { runReadOnly } = await run();
     const result = await runReadOnly(await targetFor(conn), input.sql, {
       maxRows,
       maxBytes: MAX_RESULT_BYTES,

@@ -1,6 +1,5 @@
 import type * as z from 'zod';
 import type { AuthContext } from '../auth/context';
-import { connectionForUse } from '../connections/execute';
 import { pageOf, pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { notFound } from '../platform/errors';
@@ -43,7 +42,8 @@ export async function createConversation(
   body: z.output<typeof ConversationCreate> | undefined,
 ) {
   const connectionId = body?.connectionId ?? null;
-  if (connectionId) await connectionForUse(ctx, connectionId);
+  // Lazily: the connection layer (drivers, SQL guard) is not needed to list or read conversations.
+  if (connectionId) await (await import('../connections/execute')).connectionForUse(ctx, connectionId);
   return conversationStore.create({
     orgId: ctx.orgId,
     userId: ctx.userId,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AuthContext } from '../auth/context';
-import { assertReadOnlyAt, connectionForSave } from '../dashboards/connection';
+import type { assertReadOnlyAt } from '../dashboards/connection';
 import { AppError, isAppError, validationError } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { type ActionType, credentialIdsOf, parseActionConfig } from './actions';
@@ -80,6 +80,8 @@ export async function buildSteps(
     return { s, i, order };
   });
   withOrder.sort((a, b) => a.order - b.order);
+  // Lazily: the connection layer and the SQL guard are needed to save steps, not to read workflows.
+  const { assertReadOnlyAt, connectionForSave } = await import('../dashboards/connection');
   const types = new Map<string, Promise<{ type: Parameters<typeof assertReadOnlyAt>[0] }>>();
   const out: StepDef[] = [];
   for (const [pos, { s, i, order }] of withOrder.entries()) {

@@ -16,7 +16,6 @@ import {
   definitionHash,
   parseTriggerConfig,
 } from './definition';
-import { publishProblems } from './publish-checks';
 import { scheduleExpressionOf, scheduleNameOf } from './schedule';
 import { type Definition, type WorkflowRecord, workflowStore } from './store';
 
@@ -216,6 +215,8 @@ export async function updateWorkflow(ctx: AuthContext, id: string, input: Workfl
 }
 
 async function assertPublishable(ctx: AuthContext, d: Definition, acknowledged: string[]) {
+  // Lazily: the checks reach the connection layer, which listing or reading workflows does not need.
+  const { publishProblems } = await import('./publish-checks');
   const { errors, warnings } = await publishProblems(ctx, d);
   if (errors.length)
     throw validationError(`The workflow cannot be published: ${errors.map((e) => e.message).join(' ')}`, {

@@ -1,12 +1,9 @@
-import {
-  CreateScheduleCommand,
-  type CreateScheduleCommandInput,
-  DeleteScheduleCommand,
-  SchedulerClient,
-  UpdateScheduleCommand,
-} from '@aws-sdk/client-scheduler';
+import type { CreateScheduleCommandInput, SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { Scheduler, ScheduleSpec } from './port';
 import { checkSpec } from './spec';
+
+/** The EventBridge Scheduler client library, imported on first use (few requests touch a schedule). */
+const schedulerSdk = () => import('@aws-sdk/client-scheduler');
 
 const named = (e: unknown, name: string) => (e as { name?: string })?.name === name;
 
@@ -27,8 +24,14 @@ export interface EventBridgeSettings {
 export class EventBridgeScheduler implements Scheduler {
   constructor(
     private readonly settings: EventBridgeSettings,
-    private readonly client: SchedulerClient = new SchedulerClient({}),
+    private client?: SchedulerClient,
   ) {}
+
+  private async sdk() {
+    const sdk = await schedulerSdk();
+    this.client ??= new sdk.SchedulerClient({});
+    return { sdk, client: this.client };
+  }
 
   async upsert(spec: ScheduleSpec): Promise<void> {
     const { expr, timezone, input } = checkSpec(spec);
@@ -44,24 +47,26 @@ export class EventBridgeScheduler implements Scheduler {
       State: 'ENABLED',
       ActionAfterCompletion: expr.kind === 'at' ? 'DELETE' : 'NONE',
     };
+    const { sdk, client } = await this.sdk();
     try {
-      await this.client.send(new UpdateScheduleCommand(params));
+      await client.send(new sdk.UpdateScheduleCommand(params));
       return;
     } catch (e) {
       if (!named(e, 'ResourceNotFoundException')) throw e;
     }
     try {
-      await this.client.send(new CreateScheduleCommand(params));
+      await client.send(new sdk.CreateScheduleCommand(params));
     } catch (e) {
       // Created concurrently by another invocation: make ours the latest definition.
       if (!named(e, 'ConflictException')) throw e;
-      await this.client.send(new UpdateScheduleCommand(params));
+      await client.send(new sdk.UpdateScheduleCommand(params));
     }
   }
 
   async remove(name: string): Promise<void> {
+    const { sdk, client } = await this.sdk();
     try {
-      await this.client.send(new DeleteScheduleCommand({ Name: name, GroupName: this.settings.group }));
+      await client.send(new sdk.DeleteScheduleCommand({ Name: name, GroupName: this.settings.group }));
     } catch (e) {
       if (!named(e, 'ResourceNotFoundException')) throw e;
     }

@@ -20,7 +20,6 @@ import {
 } from './config';
 import { highestStep, renderJson, sampleContext, type TemplateContext } from './template';
 import type { ActionConfig, ActionType, DeliverInput, DeliverOutcome } from './types';
-import { deliverWebhook } from './webhook';
 
 export type { EmailActionConfig, WebhookActionConfig } from './config';
 export type {
@@ -234,7 +233,10 @@ export async function deliverAction(input: DeliverInput): Promise<DeliverOutcome
     run: { id: input.runId, scheduledFor: input.scheduledFor },
     steps: input.steps,
   };
-  if (input.action.type === 'WEBHOOK') return deliverWebhook(input, ctx);
+  if (input.action.type === 'WEBHOOK') {
+    const { deliverWebhook } = await import('./webhook');
+    return deliverWebhook(input, ctx);
+  }
   const { deliverEmail } = await import('./email-delivery');
   return deliverEmail(input, ctx);
 }
