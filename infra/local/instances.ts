@@ -5,8 +5,15 @@ import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import type { InstanceData, InstanceMessage } from './instance';
 import { type StoreCall, serveStorePort } from './store-client';
 
-/** Default number of handler instances: one per core. */
-export const defaultInstances = () => availableParallelism();
+/**
+ * Default number of handler instances: one per core, except on 2 cores or fewer, where the handlers run in
+ * the main thread (0): there the instances' store hops over MessagePorts cost more CPU per request than
+ * they win (bench/load.ts, figures in the README), with PostgreSQL and the clients on the same cores.
+ */
+export const defaultInstances = () => {
+  const cores = availableParallelism();
+  return cores > 2 ? cores : 0;
+};
 
 export interface Instances {
   port: number;
