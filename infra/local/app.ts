@@ -43,7 +43,8 @@ export interface LocalOptions {
   storeProcess?: boolean;
   /**
    * Handler instances, each in a worker thread with its own module-level caches as a Lambda instance
-   * (instances.ts); 0 runs the handlers in this thread. Default: LOUPE_LOCAL_INSTANCES, else one per core.
+   * (instances.ts); 0 runs the handlers in this thread. Default: LOUPE_LOCAL_INSTANCES, else
+   * `defaultInstances()` (one per core above 2 cores, else 0).
    * The store, the local queue and scheduler workers and the startup tasks always run in this thread.
    */
   instances?: number;

@@ -5,8 +5,15 @@ import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import type { InstanceData, InstanceMessage } from './instance';
 import { type StoreCall, serveStorePort } from './store-client';
 
-/** Default number of handler instances: one per core. */
-export const defaultInstances = () => availableParallelism();
+/**
+ * Default number of handler instances: one per core, except on 2 cores or fewer, where the handlers run in
+ * the main thread (0): there the instances' store hops over MessagePorts cost more CPU per request than
+ * they win (bench/load.ts, figures in the README), with PostgreSQL and the clients on the same cores.
+ */
+export const defaultInstances = () => {
+  const cores = availableParallelism();
+  return cores > 2 ? cores : 0;
+};
 
 export interface Instances {
   port: number;
@@ -34,6 +41,7 @@ export async function startInstances(opts: {
 }): Promise<Instances> {
   const threads: Worker[] = [];
   const stopped = new Set<Worker>();
+  let stopping = false;
   let port = opts.port;
   const start = (index: number) =>
     new Promise<Worker>((resolve, reject) => {
@@ -46,9 +54,11 @@ export async function startInstances(opts: {
         name: `loupe-instance-${index}`,
       });
       threads.push(worker);
+      let ready = false;
       worker.on('message', (m: InstanceMessage) => {
         if (m.type === 'ready') {
           port = m.port;
+          ready = true;
           resolve(worker);
         } else if (m.type === 'log') opts.log(`[instance ${index}] ${m.line}`);
         else if (m.type === 'queue-sent') localQueueSignals.emit('sent', m.queue);
@@ -61,11 +71,19 @@ export async function startInstances(opts: {
       });
       worker.once('exit', (code) => {
         channel.port1.close();
-        if (!stopped.has(worker)) {
-          const why = `instance ${index} exited unexpectedly (code ${code})`;
+        if (stopped.has(worker) || stopping) return;
+        const why = `instance ${index} exited unexpectedly (code ${code})`;
+        if (!ready) {
           opts.log(why);
           reject(new Error(why));
+          return;
         }
+        // As Lambda replaces a failed instance: a new one (cold, its caches empty) takes its place.
+        opts.log(`${why}; starting a new one`);
+        threads.splice(threads.indexOf(worker), 1);
+        start(index).catch((e: Error) =>
+          opts.log(`instance ${index} could not be started again: ${e.message}`),
+        );
       });
     });
   try {
@@ -87,6 +105,7 @@ export async function startInstances(opts: {
       });
     },
     async stop() {
+      stopping = true;
       let terminated = 0;
       await Promise.all(
         threads.map(async (t) => {

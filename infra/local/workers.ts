@@ -45,28 +45,32 @@ export const defaultLoader: HandlerLoader = async (name) => {
 
 /** A unit of polling that never overlaps itself, and starts nothing once closed. */
 class Lane {
-  private busy: Promise<void> | undefined;
+  private running: Promise<void> | undefined;
   private closed = false;
   constructor(
     private readonly run: () => Promise<void>,
     private readonly onError: (e: unknown) => void,
   ) {}
   kick(): Promise<void> {
-    if (this.closed) return this.busy ?? Promise.resolve();
-    this.busy ??= this.run()
+    if (this.closed) return this.running ?? Promise.resolve();
+    this.running ??= this.run()
       .catch(this.onError)
       .finally(() => {
-        this.busy = undefined;
+        this.running = undefined;
       });
-    return this.busy;
+    return this.running;
+  }
+  /** True while a run is under way. */
+  get busy(): boolean {
+    return this.running !== undefined;
   }
   async settle(): Promise<void> {
-    await this.busy;
+    await this.running;
   }
   /** Stops new runs and waits for the current one. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.busy;
+    await this.running;
   }
 }
 
@@ -192,20 +196,25 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
 
   // A queue worker gets `localPollers` lanes (default 1): like Lambda's concurrent invocations, one slow
   // batch then does not hold up the rest of its queue (each receive claims its messages).
+  // A message sent while every lane of its queue is busy (each holding a slow batch) gets a new lane, up
+  // to the queue's maxConcurrency, as the SQS event source scales out: it does not wait for a slow batch.
   const queueLanes = new Map<string, Lane[]>();
+  const laneLimit = new Map<string, number>();
+  const newLane = (d: WorkerDef & { queue: NonNullable<WorkerDef['queue']> }) =>
+    new Lane(
+      drain(() => pollQueue(d), Math.min(d.queue.batchSize, 100)),
+      onError(d.name),
+    );
+  const queueDefs = new Map<string, WorkerDef & { queue: NonNullable<WorkerDef['queue']> }>();
   for (const def of manifest) {
     if (!def.queue) continue;
     const d = def as WorkerDef & { queue: NonNullable<WorkerDef['queue']> };
+    const initial = Math.max(1, d.queue.localPollers ?? 1);
+    queueDefs.set(def.name, d);
+    laneLimit.set(def.name, Math.max(initial, d.queue.maxConcurrency ?? initial));
     queueLanes.set(
       def.name,
-      Array.from(
-        { length: Math.max(1, d.queue.localPollers ?? 1) },
-        () =>
-          new Lane(
-            drain(() => pollQueue(d), Math.min(d.queue.batchSize, 100)),
-            onError(def.name),
-          ),
-      ),
+      Array.from({ length: initial }, () => newLane(d)),
     );
   }
   const scheduledLane = new Lane(drain(runScheduled, 10), onError('scheduled invocations'));
@@ -218,11 +227,24 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
 
   const active = manifest.length > 0;
   const allLanes = [schedulerLane, scheduledLane, ...[...queueLanes.values()].flat()];
+  // The timer polls the manifest's lanes only: lanes added under pressure run when messages are sent.
+  const polledLanes = [...allLanes];
   let timer: NodeJS.Timeout | undefined;
   const onSent = (name: string) => {
     if (stopped) return;
-    if (name === SCHEDULED_QUEUE) void scheduledLane.kick();
-    else for (const lane of queueLanes.get(name) ?? []) void lane.kick();
+    if (name === SCHEDULED_QUEUE) {
+      void scheduledLane.kick();
+      return;
+    }
+    const lanes = queueLanes.get(name);
+    const def = queueDefs.get(name);
+    if (!lanes || !def) return;
+    if (lanes.every((l) => l.busy) && lanes.length < (laneLimit.get(name) ?? 1)) {
+      const lane = newLane(def);
+      lanes.push(lane);
+      allLanes.push(lane);
+    }
+    for (const lane of lanes) void lane.kick();
   };
   const onChanged = () => {
     if (!stopped) void schedulerLane.kick();
@@ -230,7 +252,7 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
   if (active && interval > 0) {
     const tick = () => {
       if (stopped) return;
-      for (const lane of allLanes) void lane.kick();
+      for (const lane of polledLanes) void lane.kick();
       timer = setTimeout(tick, interval);
       timer.unref();
     };

@@ -41,7 +41,7 @@ const Env = z.object({
   LOUPE_ORG_RATE_LIMIT: z.coerce.number().int().positive().default(600),
   LOUPE_AI_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   LOUPE_DISCOVERY_RATE_LIMIT: z.coerce.number().int().positive().default(60),
-  /** Local runtime: handler instances in worker threads (0: in the main thread); default one per core. */
+  /** Local runtime: handler instances in worker threads (0: in the main thread); default infra/local/instances.ts. */
   LOUPE_LOCAL_INSTANCES: z.coerce.number().int().min(0).max(64).optional(),
   LOUPE_DEFAULT_BALANCE_CENTS: z.coerce.number().nonnegative().default(500),
   LOUPE_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
