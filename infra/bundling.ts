@@ -22,8 +22,14 @@ const builtinsViaRequire: Plugin = {
   setup(b) {
     b.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
       if (!builtins.has(args.path) || args.kind === 'require-call') return undefined;
-      const path = args.path.startsWith('node:') ? args.path : `node:${args.path}`;
-      return { path, namespace: args.kind === 'dynamic-import' ? 'builtin-dynamic' : 'builtin' };
+      const name = args.path.startsWith('node:') ? args.path : `node:${args.path}`;
+      // One wrapper per importing file (`suffix`): a wrapper shared by several chunks would become a
+      // chunk file of its own (a few hundred bytes), one more ES module to resolve and link at start.
+      return {
+        path: name,
+        suffix: `?${args.importer}`,
+        namespace: args.kind === 'dynamic-import' ? 'builtin-dynamic' : 'builtin',
+      };
     });
     b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
       contents: `module.exports = require(${JSON.stringify(args.path)});`,
@@ -126,8 +132,10 @@ export const esbuildSettings = {
   chunkNames: 'chunks/[name]-[hash]',
   outExtension: { '.js': '.mjs' },
   // CommonJS dependencies (pg, mysql2, mssql…) call require() for Node built-ins; ESM output needs a real one.
+  // process.getBuiltinModule rather than `import … from 'node:module'`: no ES module facade of
+  // node:module to build and link in every chunk.
   banner: {
-    js: "import{createRequire as __loupeRequire}from'node:module';const require=__loupeRequire(import.meta.url);",
+    js: "const require=process.getBuiltinModule('node:module').createRequire(import.meta.url);",
   },
   logLevel: 'error',
   metafile: true,

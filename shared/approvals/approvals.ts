@@ -16,7 +16,6 @@ import { authStore } from '../auth/store';
 import { loadConnection } from '../connections/connections';
 import type { QueryResult } from '../connections/drivers/types';
 import { startQueryRecord } from '../connections/history';
-import { readOnlyViolation } from '../connections/sql-guard';
 import { type ConnectionRecord, connectionStore } from '../connections/store';
 import { targetFor } from '../connections/target';
 import { pageOf } from '../http/envelope';
@@ -28,9 +27,6 @@ import type { EventType } from '../platform/events/port';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import type { ApprovalRuleCreate, ApprovalRuleUpdate, QuerySubmitRequest } from './api';
-import { classifyStatement } from './classify';
-import { resultBytesFor, runApproved } from './execute';
-import { assertSingleStatement } from './single-statement';
 import { type ApprovalRuleRecord, type PendingQueryRecord, pendingStore, ruleStore } from './store';
 
 /** How much of the statement an event carries. */
@@ -99,14 +95,20 @@ interface Classification {
  * classifier is in use), since a guard refuses a non-read at its first keyword before counting.
  */
 async function classify(type: ConnectionRecord['type'], text: string): Promise<Classification> {
+  // Lazily, like the guard and the drivers below: listing rules and queries needs none of them.
+  const [{ classifyStatement }, { assertSingleStatement }] = await Promise.all([
+    import('./classify'),
+    import('./single-statement'),
+  ]);
   const c = await classifyStatement(type, text);
   if (c.kind === 'write' && type !== 'MONGODB') await assertSingleStatement(type, text);
   return c;
 }
 
 /** A write must never reach a connection that cannot take one; refused with the guard's 400. */
-function assertWritable(conn: ConnectionRecord, c: Classification): void {
+async function assertWritable(conn: ConnectionRecord, c: Classification): Promise<void> {
   if (c.kind !== 'write') return;
+  const { readOnlyViolation } = await import('../connections/sql-guard');
   if (conn.type === 'MONGODB')
     throw readOnlyViolation(
       c.statementType,
@@ -184,6 +186,7 @@ async function execute(conn: ConnectionRecord, q: PendingQueryRecord, kind: 'rea
     userId: q.submittedBy,
   };
   try {
+    const { resultBytesFor, runApproved } = await import('./execute');
     const maxBytes = resultBytesFor(q.query, q.context);
     const result = stored(await runApproved(await targetFor(conn), q.query, kind, maxBytes), kind);
     await history.write({
@@ -235,7 +238,7 @@ export async function submitQuery(ctx: AuthContext, input: z.output<typeof Query
   rulesRead.catch(() => {}); // awaited below
   const conn = await loadConnection(ctx, input.connectionId);
   const c = await classify(conn.type, input.query);
-  assertWritable(conn, c);
+  await assertWritable(conn, c);
   const rules = rulesFor(await rulesRead, conn.id);
   const auto = c.kind === 'read' && rules.length > 0 && rules.every((r) => r.scope === 'write');
   const now = Date.now();
@@ -377,7 +380,7 @@ export async function approveQuery(ctx: AuthContext, id: string, note: string | 
   if (!conn.isActive) throw inactive(conn);
   // Classified again against the connection as it is now (its type or readOnly may have changed).
   const c = await classify(conn.type, q.query);
-  assertWritable(conn, c);
+  await assertWritable(conn, c);
   const nowText = nowIso();
   const won = await pendingStore.leavePending(ctx.orgId, id, 'APPROVED', nowText, {
     reviewedBy: ctx.userId,

@@ -1,7 +1,6 @@
 import type { AuthContext } from '../auth/context';
 import type { DbType } from '../connections/drivers/types';
 import { connectionForUse } from '../connections/execute';
-import { assertReadOnly } from '../connections/sql-guard';
 import { AppError, isAppError } from '../platform/errors';
 
 /**
@@ -29,6 +28,8 @@ export async function assertReadOnlyAt(
   allowedFunctions: readonly string[] = [],
 ): Promise<void> {
   try {
+    // Lazily: the SQL guard (parsers' loaders, allow lists) is needed to save SQL, not to read records.
+    const { assertReadOnly } = await import('../connections/sql-guard');
     await assertReadOnly(type, text, { allowedFunctions });
   } catch (e) {
     if (isAppError(e)) {
