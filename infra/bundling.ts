@@ -1,6 +1,6 @@
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
 import { bundleDirOf, type FunctionEntry, ROOT } from './functions';
 
@@ -81,6 +81,37 @@ const wasmParsers: Plugin = {
   },
 };
 
+/**
+ * The AWS SDK's CRC32 class (@smithy/core checksum) reads `zlib.crc32` when its module loads, so every
+ * function loaded node:zlib at start (3–4 ms of a cold start) for a checksum the DynamoDB calls do not
+ * compute. Here node:zlib is loaded on the first checksum instead (Node 24 always has zlib.crc32).
+ */
+const lazyCrc32: Plugin = {
+  name: 'lazy-crc32',
+  setup(b) {
+    b.onLoad(
+      { filter: /@smithy[\\/]core[\\/]dist-es[\\/]submodules[\\/]checksum[\\/]crc32[\\/]Crc32Node\.js$/ },
+      (args) => {
+        const source = readFileSync(args.path, 'utf8');
+        const eager = 'import * as zlib from "node:zlib";';
+        const check = 'const zlibCrc32 = typeof zlib.crc32 === "function" ? zlib.crc32 : undefined;';
+        // Another version of the file: bundle it as it is.
+        if (!source.includes(eager) || !source.includes(check)) return undefined;
+        return {
+          contents: source
+            .replace(eager, '')
+            .replace(
+              check,
+              "let crc32;\nconst zlibCrc32 = (data, value) => (crc32 ??= process.getBuiltinModule('node:zlib').crc32)(data, value);",
+            ),
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        };
+      },
+    );
+  },
+};
+
 /** WebAssembly files next to the chunks that load them (see wasmParsers). */
 export const wasmAssets: { input: RegExp; from: string; to: string }[] = [
   {
@@ -139,7 +170,7 @@ export const esbuildSettings = {
   },
   logLevel: 'error',
   metafile: true,
-  plugins: [builtinsViaRequire, wasmParsers],
+  plugins: [builtinsViaRequire, wasmParsers, lazyCrc32],
 } as const satisfies BuildOptions;
 
 /**

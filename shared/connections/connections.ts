@@ -6,7 +6,7 @@ import { newId, nowIso } from '../platform/ids';
 import type { ConnectionCreate, ConnectionUpdate } from './api';
 import { closeDriver } from './drivers';
 import type { DbType } from './drivers/types';
-import { isOtherDenied } from './guard/functions';
+import type { isOtherDenied } from './guard/functions';
 import { dropCachedSchema } from './schema-store';
 import { SqliteSourceRefused, sqliteSource } from './sqlite-source';
 import {
@@ -72,8 +72,12 @@ interface Settings {
   allowedFunctions: string[];
 }
 
-/** Rules that depend on the database type, checked on the complete (created or merged) settings. */
-export function settingsIssues(s: Settings): Issue[] {
+/**
+ * Rules that depend on the database type, checked on the complete (created or merged) settings.
+ * `denied` is the guard's list of refused functions (passed in: the guard's lists load with the first
+ * create or update, not at a cold start).
+ */
+export function settingsIssues(s: Settings, denied: typeof isOtherDenied): Issue[] {
   const issues: Issue[] = [];
   const bad = (path: string, message: string) =>
     issues.push({ path: `body.${path}`, message, code: 'custom' });
@@ -90,7 +94,7 @@ export function settingsIssues(s: Settings): Issue[] {
       s.type !== 'SQLITE' &&
       s.type !== 'POSTGRES' &&
       s.type !== 'MONGODB' &&
-      isOtherDenied(s.type === 'MSSQL' ? 'mssql' : 'mysql', name)
+      denied(s.type === 'MSSQL' ? 'mssql' : 'mysql', name)
     )
       bad(
         `allowedFunctions.${i}`,
@@ -161,7 +165,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     hasPassword: !!password,
     allowedFunctions: uniqueNames(body.allowedFunctions),
   };
-  issues.push(...settingsIssues(settings));
+  issues.push(...settingsIssues(settings, (await import('./guard/functions')).isOtherDenied));
   if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, settings));
   if (issues.length) throw fail(issues);
   const id = newId();
@@ -218,7 +222,7 @@ export async function updateConnection(
           ? (cur.allowedFunctions ?? [])
           : uniqueNames(body.allowedFunctions),
     };
-    issues.push(...settingsIssues(next));
+    issues.push(...settingsIssues(next, (await import('./guard/functions')).isOtherDenied));
     if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, next));
     if (issues.length) throw fail(issues);
 

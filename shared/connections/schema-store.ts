@@ -1,8 +1,10 @@
-import { gunzipSync, gzipSync } from 'node:zlib';
 import { db } from '../platform/db/store';
 import { newId, padSeq } from '../platform/ids';
 import type { SchemaSnapshot } from './drivers/types';
 import { deleteKeys, keysOf, orgPk } from './store';
+
+/** node:zlib when a large schema is written or read, not at start (a few ms of every cold start). */
+const zlib = () => process.getBuiltinModule('node:zlib');
 
 /**
  * The cached schema of a connection, in its own items (a schema of hundreds of tables does not fit in
@@ -49,7 +51,7 @@ export async function saveSchema(orgId: string, connectionId: string, value: Cac
   };
   if (Buffer.byteLength(json) <= INLINE_JSON_MAX) meta.data = json;
   else {
-    const zipped = gzipSync(Buffer.from(json));
+    const zipped = zlib().gzipSync(Buffer.from(json));
     meta.encoding = 'gzip';
     if (zipped.byteLength <= CHUNK_BYTES) meta.data = new Uint8Array(zipped);
     else {
@@ -99,7 +101,7 @@ export async function loadSchema(
       return attempt < 2 ? loadSchema(orgId, connectionId, attempt + 1) : null;
     bytes = Buffer.concat(parts.map((p) => Buffer.from(p.data)));
   } else bytes = typeof meta.data === 'string' ? Buffer.from(meta.data) : Buffer.from(meta.data ?? '');
-  const json = meta.encoding === 'gzip' ? gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
+  const json = meta.encoding === 'gzip' ? zlib().gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
   const parsed = JSON.parse(json) as { schema: SchemaSnapshot; schemaSummary: string | null };
   return {
     schema: parsed.schema,
