@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { DbTypeSchema, QueryResult } from '../connections/api';
-import { endpoint } from '../http/endpoint';
+import { DbTypeSchema, QueryResult } from '../connections/schemas';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 
 export const MAX_NOTE_CHARS = 2000;
@@ -22,40 +22,46 @@ export const ApproveRejectRequest = z.object({
   note: z.string().max(MAX_NOTE_CHARS).optional(),
 });
 
-export const ApprovalQueryResult = QueryResult.extend({
-  rowsAffected: z.number().int().optional().describe('Rows a write changed'),
-});
+export const ApprovalQueryResult = once(() =>
+  QueryResult().extend({
+    rowsAffected: z.number().int().optional().describe('Rows a write changed'),
+  }),
+);
 
-export const PendingQuery = z.object({
-  id: z.string(),
-  connectionId: z.string(),
-  connectionName: z.string().nullable(),
-  connectionType: DbTypeSchema.nullable(),
-  apiKeyId: z.string().nullable(),
-  query: z.string(),
-  context: z.string().nullable(),
-  status: z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED']),
-  statementKind: z.enum(['read', 'write']).describe('What the parser found at submission (extension)'),
-  statementType: z.string().describe('The statement kind, e.g. SELECT, UPDATE (extension)'),
-  submittedBy: z.string().describe('User id of the submitter (extension)'),
-  reviewedBy: z.string().nullable().describe('User id of the reviewer, or "auto" (extension)'),
-  reviewedAt: z.string().nullable(),
-  reviewNote: z.string().nullable(),
-  result: ApprovalQueryResult.optional().describe('Present only after a successful approval'),
-  error: z
-    .object({ code: z.string(), message: z.string(), details: z.unknown().optional() })
-    .nullable()
-    .describe('Why the approved statement failed (extension)'),
-  expiresAt: z.string(),
-  createdAt: z.string(),
-});
-export const ApprovalResult = z.object({
-  id: z.string(),
-  status: z.enum(['APPROVED', 'REJECTED']),
-  reviewedBy: z.string(),
-  reviewNote: z.string().nullable(),
-  result: ApprovalQueryResult.nullable(),
-});
+export const PendingQuery = once(() =>
+  z.object({
+    id: z.string(),
+    connectionId: z.string(),
+    connectionName: z.string().nullable(),
+    connectionType: DbTypeSchema.nullable(),
+    apiKeyId: z.string().nullable(),
+    query: z.string(),
+    context: z.string().nullable(),
+    status: z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED']),
+    statementKind: z.enum(['read', 'write']).describe('What the parser found at submission (extension)'),
+    statementType: z.string().describe('The statement kind, e.g. SELECT, UPDATE (extension)'),
+    submittedBy: z.string().describe('User id of the submitter (extension)'),
+    reviewedBy: z.string().nullable().describe('User id of the reviewer, or "auto" (extension)'),
+    reviewedAt: z.string().nullable(),
+    reviewNote: z.string().nullable(),
+    result: ApprovalQueryResult().optional().describe('Present only after a successful approval'),
+    error: z
+      .object({ code: z.string(), message: z.string(), details: z.unknown().optional() })
+      .nullable()
+      .describe('Why the approved statement failed (extension)'),
+    expiresAt: z.string(),
+    createdAt: z.string(),
+  }),
+);
+export const ApprovalResult = once(() =>
+  z.object({
+    id: z.string(),
+    status: z.enum(['APPROVED', 'REJECTED']),
+    reviewedBy: z.string(),
+    reviewNote: z.string().nullable(),
+    result: ApprovalQueryResult().nullable(),
+  }),
+);
 
 export const RuleScope = z.enum(['all', 'write']);
 const Approvers = z
@@ -74,16 +80,18 @@ export const ApprovalRuleUpdate = z.object({
   approvers: Approvers.optional(),
   isActive: z.boolean().optional(),
 });
-export const ApprovalRule = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  connectionId: z.string().nullable(),
-  scope: RuleScope,
-  approvers: z.array(z.string()),
-  isActive: z.boolean(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const ApprovalRule = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    connectionId: z.string().nullable(),
+    scope: RuleScope,
+    approvers: z.array(z.string()),
+    isActive: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 
 const tag = 'Query approval';
 
@@ -105,7 +113,7 @@ export const listPendingQueries = endpoint({
   scope: 'query',
   summary: 'Queries awaiting approval, oldest first (admins and approvers of an active rule)',
   query: PageQuery,
-  response: z.array(PendingQuery),
+  response: () => z.array(PendingQuery()),
   paginated: true,
   errors: [403],
 });
@@ -151,7 +159,7 @@ export const listRules = endpoint({
   ...admin,
   summary: 'List approval rules',
   query: PageQuery,
-  response: z.array(ApprovalRule),
+  response: () => z.array(ApprovalRule()),
   paginated: true,
 });
 export const createRule = endpoint({

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { QueryResult } from '../connections/api';
+import { QueryResult } from '../connections/schemas';
 import { endpoint } from '../http/endpoint';
 
 export const MAX_MESSAGE_CHARS = 8_000;
@@ -27,7 +27,7 @@ export const ChatResponse = z.object({
   content: z.string().describe('The answer in plain language'),
   sqlQuery: z.string().nullable().describe('The last query that ran successfully'),
   intent: z.enum(['data_question', 'schema_question', 'follow_up', 'clarification', 'other']).nullable(),
-  queryResult: QueryResult.nullable().describe('The full (capped) result of sqlQuery'),
+  queryResult: QueryResult().nullable().describe('The full (capped) result of sqlQuery'),
   steps: z.array(ChatStep),
   usage: z.object({ model: z.string(), promptTokens: z.number().int(), completionTokens: z.number().int() }),
 });

@@ -1,11 +1,11 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { DbTypeSchema, QueryResult } from './schemas';
 
 /** Endpoint specs and request/response schemas of the Connections capability. */
 
-export const DB_TYPES = ['POSTGRES', 'MYSQL', 'MARIADB', 'MSSQL', 'MONGODB', 'SQLITE'] as const;
-export const DbTypeSchema = z.enum(DB_TYPES);
+export { DB_TYPES, DbTypeSchema, QueryResult } from './schemas';
 
 const host = z
   .string()
@@ -71,111 +71,120 @@ export const ConnectionUpdate = z.object({
 });
 export type ConnectionUpdate = z.output<typeof ConnectionUpdate>;
 
-export const DiagnosisSchema = z.object({
-  stage: z.string(),
-  fault: z.string().describe('user, server, third-party or us'),
-  title: z.string(),
-  explanation: z.string(),
-  fixSteps: z.array(z.string()),
-  retryable: z.boolean(),
-});
+export const DiagnosisSchema = once(() =>
+  z.object({
+    stage: z.string(),
+    fault: z.string().describe('user, server, third-party or us'),
+    title: z.string(),
+    explanation: z.string(),
+    fixSteps: z.array(z.string()),
+    retryable: z.boolean(),
+  }),
+);
 
-export const Connection = z.object({
-  id: z.string(),
-  name: z.string(),
-  type: DbTypeSchema,
-  host: z.string(),
-  port: z.number().int().nullable(),
-  database: z.string(),
-  username: z.string(),
-  sslEnabled: z.boolean(),
-  readOnly: z.boolean(),
-  allowedFunctions: z.array(z.string()).describe('Extension: stored functions reads may call'),
-  isActive: z.boolean(),
-  lastTestedAt: z.string().nullable(),
-  lastError: z.string().nullable(),
-  lastErrorDiagnosis: DiagnosisSchema.nullable(),
-  schemaUpdatedAt: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const Connection = once(() =>
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    type: DbTypeSchema,
+    host: z.string(),
+    port: z.number().int().nullable(),
+    database: z.string(),
+    username: z.string(),
+    sslEnabled: z.boolean(),
+    readOnly: z.boolean(),
+    allowedFunctions: z.array(z.string()).describe('Extension: stored functions reads may call'),
+    isActive: z.boolean(),
+    lastTestedAt: z.string().nullable(),
+    lastError: z.string().nullable(),
+    lastErrorDiagnosis: DiagnosisSchema().nullable(),
+    schemaUpdatedAt: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 
-export const TestResult = z.object({
-  success: z.boolean(),
-  latency: z.number().describe('Milliseconds'),
-  message: z.string(),
-  schemaIntrospected: z.boolean(),
-  tableCount: z.number().int().optional(),
-  schemaError: z.string().optional(),
-});
+export const TestResult = once(() =>
+  z.object({
+    success: z.boolean(),
+    latency: z.number().describe('Milliseconds'),
+    message: z.string(),
+    schemaIntrospected: z.boolean(),
+    tableCount: z.number().int().optional(),
+    schemaError: z.string().optional(),
+  }),
+);
 
-const ColumnSchema = z.object({
-  name: z.string(),
-  type: z.string(),
-  nullable: z.boolean(),
-  primaryKey: z.boolean(),
-  comment: z
-    .string()
-    .max(300)
-    .optional()
-    .describe("The database's own comment on the column (cleaned, at most 300 characters); absent when none"),
-});
-const TableSchema = z.object({
-  name: z.string(),
-  schema: z.string().optional(),
-  kind: z.enum(['table', 'view', 'collection']),
-  columns: z.array(ColumnSchema),
-  primaryKey: z.array(z.string()),
-  foreignKeys: z.array(
-    z.object({
-      columns: z.array(z.string()),
-      referencedTable: z.string(),
-      referencedColumns: z.array(z.string()),
-    }),
-  ),
-  rowEstimate: z.number().nullable(),
-  comment: z
-    .string()
-    .max(300)
-    .optional()
-    .describe(
-      "The database's own comment on the table or view (cleaned, at most 300 characters); absent when none",
+const ColumnSchema = once(() =>
+  z.object({
+    name: z.string(),
+    type: z.string(),
+    nullable: z.boolean(),
+    primaryKey: z.boolean(),
+    comment: z
+      .string()
+      .max(300)
+      .optional()
+      .describe(
+        "The database's own comment on the column (cleaned, at most 300 characters); absent when none",
+      ),
+  }),
+);
+const TableSchema = once(() =>
+  z.object({
+    name: z.string(),
+    schema: z.string().optional(),
+    kind: z.enum(['table', 'view', 'collection']),
+    columns: z.array(ColumnSchema()),
+    primaryKey: z.array(z.string()),
+    foreignKeys: z.array(
+      z.object({
+        columns: z.array(z.string()),
+        referencedTable: z.string(),
+        referencedColumns: z.array(z.string()),
+      }),
     ),
-});
-export const SchemaResult = z.object({
-  schema: z.object({ tables: z.array(TableSchema) }),
-  schemaSummary: z.string().nullable(),
-  schemaUpdatedAt: z.string(),
-});
+    rowEstimate: z.number().nullable(),
+    comment: z
+      .string()
+      .max(300)
+      .optional()
+      .describe(
+        "The database's own comment on the table or view (cleaned, at most 300 characters); absent when none",
+      ),
+  }),
+);
+export const SchemaResult = once(() =>
+  z.object({
+    schema: z.object({ tables: z.array(TableSchema()) }),
+    schemaSummary: z.string().nullable(),
+    schemaUpdatedAt: z.string(),
+  }),
+);
 
 export const QueryRequest = z.object({
   sql: z.string().min(1).max(100_000),
   question: z.string().max(2000).optional(),
   maxRows: z.number().int().min(1).max(10_000).optional().describe('Row cap, default 1000'),
 });
-export const QueryResult = z.object({
-  columns: z.array(z.string()),
-  rows: z.array(z.record(z.string(), z.unknown())),
-  rowCount: z.number().int(),
-  executionTime: z.number(),
-  truncated: z.boolean().optional(),
-});
-export const QueryHistoryEntry = z.object({
-  id: z.string(),
-  connectionId: z.string(),
-  sequence: z.number().int(),
-  source: z.string(),
-  question: z.string().nullable(),
-  sql: z.string(),
-  status: z.enum(['SUCCESS', 'FAILED', 'REJECTED', 'TIMEOUT']),
-  rowCount: z.number().int().nullable(),
-  executionTime: z.number().nullable(),
-  truncated: z.boolean(),
-  error: z.string().nullable(),
-  errorCode: z.string().nullable(),
-  userId: z.string(),
-  createdAt: z.string(),
-});
+export const QueryHistoryEntry = once(() =>
+  z.object({
+    id: z.string(),
+    connectionId: z.string(),
+    sequence: z.number().int(),
+    source: z.string(),
+    question: z.string().nullable(),
+    sql: z.string(),
+    status: z.enum(['SUCCESS', 'FAILED', 'REJECTED', 'TIMEOUT']),
+    rowCount: z.number().int().nullable(),
+    executionTime: z.number().nullable(),
+    truncated: z.boolean(),
+    error: z.string().nullable(),
+    errorCode: z.string().nullable(),
+    userId: z.string(),
+    createdAt: z.string(),
+  }),
+);
 
 const tableName = z.string().trim().min(1).max(256);
 const columnName = z.string().trim().min(1).max(256);
@@ -197,27 +206,31 @@ export const AnnotationUpdate = z
     message: 'Give at least one of annotation, dataType, examples',
   });
 export type AnnotationUpdate = z.output<typeof AnnotationUpdate>;
-export const Annotation = z.object({
-  id: z.string(),
-  connectionId: z.string(),
-  tableName: z.string(),
-  columnName: z.string().nullable(),
-  annotation: z.string(),
-  dataType: z.string().nullable(),
-  examples: z.string().nullable(),
-  source: z.enum(['user', 'auto']).describe('Extension: auto annotations never overwrite user ones'),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const Annotation = once(() =>
+  z.object({
+    id: z.string(),
+    connectionId: z.string(),
+    tableName: z.string(),
+    columnName: z.string().nullable(),
+    annotation: z.string(),
+    dataType: z.string().nullable(),
+    examples: z.string().nullable(),
+    source: z.enum(['user', 'auto']).describe('Extension: auto annotations never overwrite user ones'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 export const AutoAnnotationRequest = z.object({
   tables: z.array(tableName).min(1).max(1000).optional().describe('Omit to annotate all tables'),
 });
-export const AutoAnnotationResult = z.object({
-  message: z.string(),
-  connectionId: z.string(),
-  tables: z.array(z.string()),
-  tableCount: z.number().int(),
-});
+export const AutoAnnotationResult = once(() =>
+  z.object({
+    message: z.string(),
+    connectionId: z.string(),
+    tables: z.array(z.string()),
+    tableCount: z.number().int(),
+  }),
+);
 
 const AnnotationParams = z.object({
   id: z.string().min(1).max(200),
@@ -234,7 +247,7 @@ export const listConnections = endpoint({
   summary: 'List connections (admins: all of the organization; members: assigned ones)',
   scope: 'connections',
   query: PageQuery,
-  response: z.array(Connection),
+  response: () => z.array(Connection()),
   paginated: true,
 });
 export const createConnection = endpoint({
@@ -326,7 +339,7 @@ export const listQueries = endpoint({
   scope: 'query',
   params: IdParams,
   query: PageQuery,
-  response: z.array(QueryHistoryEntry),
+  response: () => z.array(QueryHistoryEntry()),
   paginated: true,
 });
 export const listAnnotations = endpoint({
@@ -337,7 +350,7 @@ export const listAnnotations = endpoint({
   scope: 'connections',
   params: IdParams,
   query: AnnotationQuery,
-  response: z.array(Annotation),
+  response: () => z.array(Annotation()),
   paginated: true,
 });
 export const createAnnotation = endpoint({

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { QueryResult } from '../connections/api';
-import { endpoint } from '../http/endpoint';
+import { QueryResult } from '../connections/schemas';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 
 export const WIDGET_TYPES = ['TABLE', 'METRIC', 'LINE', 'BAR', 'AREA', 'PIE', 'SCATTER', 'TEXT'] as const;
@@ -75,39 +75,47 @@ export const WidgetUpdate = z.object({
   position: z.number().int().min(0).max(10_000).optional(),
 });
 
-export const Widget = z.object({
-  id: z.string(),
-  dashboardId: z.string(),
-  connectionId: z.string().nullable(),
-  type: z.enum(WIDGET_TYPES),
-  title: z.string(),
-  query: z.string().nullable(),
-  config: z.string(),
-  width: z.number().int(),
-  height: z.number().int(),
-  position: z.number().int(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-export const Dashboard = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  title: z.string(),
-  description: z.string().nullable(),
-  isPublic: z.boolean(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  widgets: z.array(Widget),
-});
+export const Widget = once(() =>
+  z.object({
+    id: z.string(),
+    dashboardId: z.string(),
+    connectionId: z.string().nullable(),
+    type: z.enum(WIDGET_TYPES),
+    title: z.string(),
+    query: z.string().nullable(),
+    config: z.string(),
+    width: z.number().int(),
+    height: z.number().int(),
+    position: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
+export const Dashboard = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    title: z.string(),
+    description: z.string().nullable(),
+    isPublic: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    widgets: z.array(Widget()),
+  }),
+);
 /** The QueryResult of the widget's query, with where it came from (the widget result cache or fresh). */
-export const WidgetData = QueryResult.extend({
-  cached: z.boolean().describe('True when the result came from the widget cache'),
-  cachedAt: z.string().nullable().describe('When the cached result was computed; null for a fresh result'),
-  cacheSkipped: z
-    .enum(['DISABLED', 'TOO_LARGE'])
-    .optional()
-    .describe('Why a fresh result was not stored: caching is off for the widget, or its JSON exceeds 350 KB'),
-});
+export const WidgetData = once(() =>
+  QueryResult().extend({
+    cached: z.boolean().describe('True when the result came from the widget cache'),
+    cachedAt: z.string().nullable().describe('When the cached result was computed; null for a fresh result'),
+    cacheSkipped: z
+      .enum(['DISABLED', 'TOO_LARGE'])
+      .optional()
+      .describe(
+        'Why a fresh result was not stored: caching is off for the widget, or its JSON exceeds 350 KB',
+      ),
+  }),
+);
 
 const WidgetParams = z.object({ id: z.string().min(1).max(200), widgetId: z.string().min(1).max(200) });
 const tag = 'Dashboards';
@@ -120,7 +128,7 @@ export const listDashboards = endpoint({
   scope,
   summary: 'List dashboards (each with its widgets)',
   query: PageQuery,
-  response: z.array(Dashboard),
+  response: () => z.array(Dashboard()),
   paginated: true,
 });
 export const createDashboard = endpoint({
@@ -170,7 +178,7 @@ export const listWidgets = endpoint({
   scope,
   summary: 'List the widgets of a dashboard ordered by position',
   params: IdParams,
-  response: z.array(Widget),
+  response: () => z.array(Widget()),
 });
 export const createWidget = endpoint({
   method: 'POST',

@@ -54,8 +54,12 @@ export interface EndpointSpec<
   bodyOptional?: boolean;
   /** Success status, default 200. */
   status?: number;
-  /** Schema of `data` on success (documentation). */
-  response?: z.ZodType;
+  /**
+   * Schema of `data` on success (documentation only: nothing validates replies against it). Give it as a
+   * function (see `once`) so that it is built when the OpenAPI document is generated, not at every cold
+   * start of the function that serves the route.
+   */
+  response?: z.ZodType | (() => z.ZodType);
   paginated?: boolean;
   /** Extra error statuses to document. */
   errors?: number[];
@@ -74,3 +78,19 @@ export type Infer<T> = [NonNullable<T>] extends [never]
   : NonNullable<T> extends z.ZodType
     ? z.output<NonNullable<T>>
     : Record<string, never>;
+
+/**
+ * A value built on its first call and kept: response schemas (`EndpointSpec.response`) are needed only by
+ * the OpenAPI document, so building them at import cost every function's cold start a few milliseconds.
+ */
+export function once<T>(build: () => T): () => T {
+  let built = false;
+  let value: T;
+  return () => {
+    if (!built) {
+      value = build();
+      built = true;
+    }
+    return value;
+  };
+}

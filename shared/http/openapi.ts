@@ -61,7 +61,8 @@ export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
     addParams(spec.params, 'path');
     addParams(spec.query, 'query');
     const status = spec.status ?? 200;
-    const dataSchema = spec.response ? jsonSchema(spec.response, 'output') : {};
+    const response = typeof spec.response === 'function' ? spec.response() : spec.response;
+    const dataSchema = response ? jsonSchema(response, 'output') : {};
     const responses: Record<string, unknown> = {
       [String(status)]: {
         description: 'Success',

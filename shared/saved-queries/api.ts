@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { QueryResult } from '../connections/api';
-import { endpoint } from '../http/endpoint';
+import { QueryResult } from '../connections/schemas';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 import { PARAM_TYPES } from './values';
 
@@ -84,19 +84,21 @@ export const SavedQueryListQuery = PageQuery.extend({
   tags: z.string().min(1).max(200).optional().describe('Substring of the tags (case-insensitive)'),
 });
 
-export const SavedQuery = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  connectionId: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  query: z.string(),
-  parameters: z.string().describe('JSON array of {name, type, required, default}'),
-  tags: z.string().nullable(),
-  isPublic: z.boolean(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const SavedQuery = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    connectionId: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    query: z.string(),
+    parameters: z.string().describe('JSON array of {name, type, required, default}'),
+    tags: z.string().nullable(),
+    isPublic: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 const tag = 'Saved queries';
 const scope = 'query' as const;
 
@@ -107,7 +109,7 @@ export const listSavedQueries = endpoint({
   scope,
   summary: 'List saved queries (filters: connectionId, tags substring)',
   query: SavedQueryListQuery,
-  response: z.array(SavedQuery),
+  response: () => z.array(SavedQuery()),
   paginated: true,
 });
 export const createSavedQuery = endpoint({
