@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { endpoint, SCOPES } from '../http/endpoint';
+import { endpoint, once, SCOPES } from '../http/endpoint';
 import { Deleted, IdParams, isoDateTime, PageQuery } from '../http/schemas';
 
 const ScopeValue = z.enum(['*', ...SCOPES]);
@@ -14,17 +14,21 @@ export const ApiKeyCreate = z.object({
   expiresAt: isoDateTime().nullable().optional(),
 });
 
-export const ApiKey = z.object({
-  id: z.string(),
-  keyPrefix: z.string(),
-  name: z.string(),
-  scopes: z.string().describe('JSON array of scopes'),
-  userId: z.string(),
-  lastUsedAt: z.string().nullable(),
-  createdAt: z.string(),
-  expiresAt: z.string().nullable(),
-});
-export const ApiKeyCreated = ApiKey.extend({ key: z.string().describe('The full key, shown only once') });
+export const ApiKey = once(() =>
+  z.object({
+    id: z.string(),
+    keyPrefix: z.string(),
+    name: z.string(),
+    scopes: z.string().describe('JSON array of scopes'),
+    userId: z.string(),
+    lastUsedAt: z.string().nullable(),
+    createdAt: z.string(),
+    expiresAt: z.string().nullable(),
+  }),
+);
+export const ApiKeyCreated = once(() =>
+  ApiKey().extend({ key: z.string().describe('The full key, shown only once') }),
+);
 
 export const MemberCreate = z.object({
   email: z.email().max(320),
@@ -39,14 +43,16 @@ export const MemberUpdate = z
     connectionIds: z.array(z.string().min(1).max(100)).max(1000),
   })
   .partial();
-export const Member = z.object({
-  id: z.string(),
-  email: z.string(),
-  name: z.string(),
-  role: z.enum(['admin', 'member']),
-  connectionIds: z.array(z.string()),
-  createdAt: z.string(),
-});
+export const Member = once(() =>
+  z.object({
+    id: z.string(),
+    email: z.string(),
+    name: z.string(),
+    role: z.enum(['admin', 'member']),
+    connectionIds: z.array(z.string()),
+    createdAt: z.string(),
+  }),
+);
 
 export const listKeys = endpoint({
   method: 'GET',
@@ -56,7 +62,7 @@ export const listKeys = endpoint({
   scope: 'admin',
   admin: true,
   query: PageQuery,
-  response: z.array(ApiKey),
+  response: () => z.array(ApiKey()),
   paginated: true,
 });
 export const createKey = endpoint({
@@ -78,7 +84,7 @@ export const revokeKey = endpoint({
   scope: 'admin',
   admin: true,
   params: IdParams,
-  response: Deleted.extend({ revoked: z.literal(true) }),
+  response: () => Deleted.extend({ revoked: z.literal(true) }),
 });
 export const listMembers = endpoint({
   method: 'GET',
@@ -88,7 +94,7 @@ export const listMembers = endpoint({
   scope: 'admin',
   admin: true,
   query: PageQuery,
-  response: z.array(Member),
+  response: () => z.array(Member()),
   paginated: true,
 });
 export const createMember = endpoint({

@@ -1,34 +1,42 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 
-export const Conversation = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  userId: z.string(),
-  connectionId: z.string().nullable(),
-  title: z.string(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const Conversation = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    userId: z.string(),
+    connectionId: z.string().nullable(),
+    title: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 
-export const Message = z.object({
-  id: z.string(),
-  conversationId: z.string(),
-  role: z.enum(['USER', 'ASSISTANT']),
-  content: z.string(),
-  sqlQuery: z.string().nullable(),
-  resultSummary: z.string().nullable(),
-  promptTokens: z.number().int().nullable(),
-  completionTokens: z.number().int().nullable(),
-  model: z.string().nullable(),
-  createdAt: z.string(),
-});
+export const Message = once(() =>
+  z.object({
+    id: z.string(),
+    conversationId: z.string(),
+    role: z.enum(['USER', 'ASSISTANT']),
+    content: z.string(),
+    sqlQuery: z.string().nullable(),
+    resultSummary: z.string().nullable(),
+    promptTokens: z.number().int().nullable(),
+    completionTokens: z.number().int().nullable(),
+    model: z.string().nullable(),
+    createdAt: z.string(),
+  }),
+);
 
-export const ConversationWithMessages = Conversation.extend({
-  messageCount: z.number().int().describe('All messages of the conversation'),
-  messages: z.array(Message).describe('The latest 100 messages, oldest first (all of them via /messages)'),
-});
+export const ConversationWithMessages = once(() =>
+  Conversation().extend({
+    messageCount: z.number().int().describe('All messages of the conversation'),
+    messages: z
+      .array(Message())
+      .describe('The latest 100 messages, oldest first (all of them via /messages)'),
+  }),
+);
 
 const Title = z.string().trim().min(1).max(200);
 
@@ -45,7 +53,7 @@ export const listConversations = endpoint({
   summary: 'List the calling user’s conversations, most recently active first',
   scope: 'chat',
   query: PageQuery.extend({ connectionId: z.string().min(1).max(100).optional() }),
-  response: z.array(Conversation),
+  response: () => z.array(Conversation()),
   paginated: true,
 });
 export const createConversation = endpoint({
@@ -99,7 +107,7 @@ export const listMessages = endpoint({
   scope: 'chat',
   params: IdParams,
   query: PageQuery,
-  response: z.array(Message),
+  response: () => z.array(Message()),
   paginated: true,
   errors: [404],
 });

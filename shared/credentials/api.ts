@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 import { checkUrl, HEADER_NAME, HEADER_VALUE, isIpLiteral, RESERVED_HEADERS } from '../outbound';
 
@@ -131,17 +131,19 @@ export const WorkflowCredentialRotate = z.object({
   allowedHosts: AllowedHosts.optional().describe('Replaces the allowed hosts'),
 });
 
-export const WorkflowCredential = z.object({
-  id: z.string(),
-  name: z.string(),
-  kind: CredentialKind,
-  allowedHosts: z.array(z.string()),
-  hasSecret: z.literal(true),
-  lastTestedAt: z.string().nullable(),
-  lastTestStatus: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const WorkflowCredential = once(() =>
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    kind: CredentialKind,
+    allowedHosts: z.array(z.string()),
+    hasSecret: z.literal(true),
+    lastTestedAt: z.string().nullable(),
+    lastTestStatus: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 
 const tag = 'Workflow credentials';
 const scope = 'workflow_credentials' as const;
@@ -155,7 +157,7 @@ export const listCredentials = endpoint({
   admin,
   summary: 'List workflow credentials (metadata only)',
   query: PageQuery,
-  response: z.array(WorkflowCredential),
+  response: () => z.array(WorkflowCredential()),
   paginated: true,
 });
 export const createCredential = endpoint({

@@ -6,13 +6,14 @@ export const getContext = endpoint({
   path: '/',
   tag: 'Discovery',
   summary: 'API context of the calling key',
-  response: z.object({
-    version: z.string(),
-    authenticationMethod: z.enum(['session', 'api_key']),
-    scopes: z.array(z.string()),
-    openapi: z.string(),
-    resourceMetadata: z.string(),
-  }),
+  response: () =>
+    z.object({
+      version: z.string(),
+      authenticationMethod: z.enum(['session', 'api_key']),
+      scopes: z.array(z.string()),
+      openapi: z.string(),
+      resourceMetadata: z.string(),
+    }),
 });
 export const getOpenApi = endpoint({
   method: 'GET',

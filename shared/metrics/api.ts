@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 
 const Name = z.string().trim().min(1).max(120);
@@ -30,24 +30,28 @@ export const MetricValueQuery = z.object({
     .describe("Evaluate on this connection instead of the metric's"),
 });
 
-export const MetricDefinition = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  formula: z.string(),
-  connectionId: z.string().nullable(),
-  unit: z.string().nullable(),
-  dimensions: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-export const MetricValue = z.object({
-  value: z.unknown().describe('First column of the first row; null when the formula returns no rows'),
-  unit: z.string().nullable(),
-  asOf: z.string(),
-  executionTime: z.number(),
-});
+export const MetricDefinition = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    formula: z.string(),
+    connectionId: z.string().nullable(),
+    unit: z.string().nullable(),
+    dimensions: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
+export const MetricValue = once(() =>
+  z.object({
+    value: z.unknown().describe('First column of the first row; null when the formula returns no rows'),
+    unit: z.string().nullable(),
+    asOf: z.string(),
+    executionTime: z.number(),
+  }),
+);
 
 const tag = 'Metrics';
 const scope = 'query' as const;
@@ -59,7 +63,7 @@ export const listMetrics = endpoint({
   scope,
   summary: 'List metric definitions',
   query: PageQuery,
-  response: z.array(MetricDefinition),
+  response: () => z.array(MetricDefinition()),
   paginated: true,
 });
 export const createMetric = endpoint({

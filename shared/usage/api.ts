@@ -1,26 +1,30 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { PageQuery } from '../http/schemas';
 
-export const UsageRecord = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  userId: z.string(),
-  model: z.string(),
-  promptTokens: z.number().int(),
-  completionTokens: z.number().int(),
-  costCents: z.number().describe('US cents, fractional allowed'),
-  feature: z.enum(['chat', 'schema_summary', 'auto_annotation', 'schema_embedding', 'chat_embedding']),
-  createdAt: z.string(),
-});
+export const UsageRecord = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    userId: z.string(),
+    model: z.string(),
+    promptTokens: z.number().int(),
+    completionTokens: z.number().int(),
+    costCents: z.number().describe('US cents, fractional allowed'),
+    feature: z.enum(['chat', 'schema_summary', 'auto_annotation', 'schema_embedding', 'chat_embedding']),
+    createdAt: z.string(),
+  }),
+);
 
-export const Budget = z.object({
-  remaining: z.number().describe('Non-expiring individual balance in US cents (fractional allowed)'),
-  currency: z.literal('USD'),
-  expires: z.literal(false),
-  periodStart: z.null(),
-  periodEnd: z.null(),
-});
+export const Budget = once(() =>
+  z.object({
+    remaining: z.number().describe('Non-expiring individual balance in US cents (fractional allowed)'),
+    currency: z.literal('USD'),
+    expires: z.literal(false),
+    periodStart: z.null(),
+    periodEnd: z.null(),
+  }),
+);
 
 const UserFilter = z.object({
   userId: z
@@ -38,7 +42,7 @@ export const listUsage = endpoint({
   summary: 'List usage records of the calling user (one per model call), newest first',
   scope: 'usage',
   query: PageQuery.extend(UserFilter.shape),
-  response: z.array(UsageRecord),
+  response: () => z.array(UsageRecord()),
   paginated: true,
   errors: [403, 404],
 });

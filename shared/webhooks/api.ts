@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 import { EVENT_TYPES } from '../platform/events/port';
 
@@ -27,43 +27,49 @@ export const WebhookEndpointUpdate = z.object({
     ),
 });
 
-export const WebhookEndpoint = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  url: z.string(),
-  secret: z
-    .string()
-    .describe('The full secret only when created or rotated; later reads show whsec_… + last 4'),
-  events: z.array(z.string()),
-  isActive: z.boolean(),
-  previousSecretExpiresAt: z
-    .string()
-    .nullable()
-    .describe('Extension: while set, deliveries carry a second signature made with the previous secret'),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const WebhookEndpoint = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    url: z.string(),
+    secret: z
+      .string()
+      .describe('The full secret only when created or rotated; later reads show whsec_… + last 4'),
+    events: z.array(z.string()),
+    isActive: z.boolean(),
+    previousSecretExpiresAt: z
+      .string()
+      .nullable()
+      .describe('Extension: while set, deliveries carry a second signature made with the previous secret'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  }),
+);
 
-export const WebhookDelivery = z.object({
-  id: z.string(),
-  endpointId: z.string(),
-  event: z.string().describe('Event type'),
-  eventId: z.string().describe('Extension: the event id (= webhook-id header)'),
-  payload: z.string().describe('The JSON body sent: { id, type, createdAt, orgId, data }'),
-  status: z.enum(['PENDING', 'SUCCESS', 'FAILED']).describe('Extension'),
-  statusCode: z.number().int().nullable(),
-  attempts: z.number().int(),
-  deliveredAt: z.string().nullable(),
-  nextAttemptAt: z.string().nullable().describe('Extension: when the next retry is due'),
-  error: z.string().nullable().describe('Extension: why the last attempt failed'),
-  createdAt: z.string(),
-});
+export const WebhookDelivery = once(() =>
+  z.object({
+    id: z.string(),
+    endpointId: z.string(),
+    event: z.string().describe('Event type'),
+    eventId: z.string().describe('Extension: the event id (= webhook-id header)'),
+    payload: z.string().describe('The JSON body sent: { id, type, createdAt, orgId, data }'),
+    status: z.enum(['PENDING', 'SUCCESS', 'FAILED']).describe('Extension'),
+    statusCode: z.number().int().nullable(),
+    attempts: z.number().int(),
+    deliveredAt: z.string().nullable(),
+    nextAttemptAt: z.string().nullable().describe('Extension: when the next retry is due'),
+    error: z.string().nullable().describe('Extension: why the last attempt failed'),
+    createdAt: z.string(),
+  }),
+);
 
-export const WebhookTestResult = z.object({
-  delivery: WebhookDelivery,
-  success: z.boolean(),
-  error: z.string().nullable(),
-});
+export const WebhookTestResult = once(() =>
+  z.object({
+    delivery: WebhookDelivery(),
+    success: z.boolean(),
+    error: z.string().nullable(),
+  }),
+);
 
 const tag = 'Event webhooks';
 const scope = 'webhooks' as const;
@@ -75,7 +81,7 @@ export const listWebhooks = endpoint({
   scope,
   summary: 'List event webhook endpoints',
   query: PageQuery,
-  response: z.array(WebhookEndpoint),
+  response: () => z.array(WebhookEndpoint()),
   paginated: true,
 });
 export const createWebhook = endpoint({
@@ -130,7 +136,7 @@ export const listWebhookDeliveries = endpoint({
   summary: "An endpoint's delivery log, newest first",
   params: IdParams,
   query: PageQuery,
-  response: z.array(WebhookDelivery),
+  response: () => z.array(WebhookDelivery()),
   paginated: true,
 });
 export const testWebhook = endpoint({

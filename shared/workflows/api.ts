@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { endpoint } from '../http/endpoint';
+import { endpoint, once } from '../http/endpoint';
 import { Deleted, IdParams, PageQuery } from '../http/schemas';
 
 export const MAX_STEPS = 5;
@@ -82,26 +82,28 @@ const WorkflowAction = z.object({
   config: z.string().describe('Sanitized JSON'),
   order: z.number(),
 });
-export const Workflow = z.object({
-  id: z.string(),
-  orgId: z.string(),
-  name: z.string(),
-  description: z.string(),
-  connectionId: z.string().nullable(),
-  projectId: z.string().nullable(),
-  triggerType: z.string(),
-  triggerConfig: z.string().nullable(),
-  isActive: z.boolean(),
-  draftRevision: z.number(),
-  publishedVersion: z.number().nullable(),
-  publishedDraftRevision: z.number().nullable(),
-  publishedAt: z.string().nullable(),
-  hasUnpublishedChanges: z.boolean(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  steps: z.array(WorkflowStep),
-  actions: z.array(WorkflowAction),
-});
+export const Workflow = once(() =>
+  z.object({
+    id: z.string(),
+    orgId: z.string(),
+    name: z.string(),
+    description: z.string(),
+    connectionId: z.string().nullable(),
+    projectId: z.string().nullable(),
+    triggerType: z.string(),
+    triggerConfig: z.string().nullable(),
+    isActive: z.boolean(),
+    draftRevision: z.number(),
+    publishedVersion: z.number().nullable(),
+    publishedDraftRevision: z.number().nullable(),
+    publishedAt: z.string().nullable(),
+    hasUnpublishedChanges: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    steps: z.array(WorkflowStep),
+    actions: z.array(WorkflowAction),
+  }),
+);
 const Attempt = z.object({
   id: z.string(),
   runId: z.string(),
@@ -120,43 +122,47 @@ const Attempt = z.object({
   startedAt: z.string(),
   completedAt: z.string().nullable(),
 });
-export const WorkflowRun = z.object({
-  id: z.string(),
-  workflowId: z.string(),
-  trigger: z.string(),
-  status: z.string(),
-  definitionVersion: z.number().nullable(),
-  draftRevision: z.number().describe('Extension: the draft revision the run executed'),
-  scheduledFor: z.string().nullable(),
-  stepResults: z.string().nullable(),
-  actionResults: z.string().nullable(),
-  durationMs: z.number().nullable(),
-  error: z.string().nullable(),
-  startedAt: z.string(),
-  completedAt: z.string().nullable(),
-  actionAttempts: z.array(Attempt),
-});
-export const WorkflowPreview = z.object({
-  workflowId: z.string(),
-  draftRevision: z.number().nullable(),
-  status: z.enum(['READY', 'CONDITION_NOT_MET', 'FAILED']),
-  wouldRunActions: z.boolean(),
-  actionsConfigured: z.number(),
-  rowsLimitedTo: z.number(),
-  steps: z.array(
-    z.object({
-      stepId: z.string(),
-      name: z.string(),
-      status: z.enum(['SUCCESS', 'FAILED', 'SKIPPED']),
-      rowCount: z.number(),
-      columns: z.array(z.string()),
-      rows: z.array(z.record(z.string(), z.unknown())),
-      executionTimeMs: z.number(),
-      conditionMet: z.boolean(),
-      error: z.string().nullable(),
-    }),
-  ),
-});
+export const WorkflowRun = once(() =>
+  z.object({
+    id: z.string(),
+    workflowId: z.string(),
+    trigger: z.string(),
+    status: z.string(),
+    definitionVersion: z.number().nullable(),
+    draftRevision: z.number().describe('Extension: the draft revision the run executed'),
+    scheduledFor: z.string().nullable(),
+    stepResults: z.string().nullable(),
+    actionResults: z.string().nullable(),
+    durationMs: z.number().nullable(),
+    error: z.string().nullable(),
+    startedAt: z.string(),
+    completedAt: z.string().nullable(),
+    actionAttempts: z.array(Attempt),
+  }),
+);
+export const WorkflowPreview = once(() =>
+  z.object({
+    workflowId: z.string(),
+    draftRevision: z.number().nullable(),
+    status: z.enum(['READY', 'CONDITION_NOT_MET', 'FAILED']),
+    wouldRunActions: z.boolean(),
+    actionsConfigured: z.number(),
+    rowsLimitedTo: z.number(),
+    steps: z.array(
+      z.object({
+        stepId: z.string(),
+        name: z.string(),
+        status: z.enum(['SUCCESS', 'FAILED', 'SKIPPED']),
+        rowCount: z.number(),
+        columns: z.array(z.string()),
+        rows: z.array(z.record(z.string(), z.unknown())),
+        executionTimeMs: z.number(),
+        conditionMet: z.boolean(),
+        error: z.string().nullable(),
+      }),
+    ),
+  }),
+);
 
 const tag = 'Workflows';
 const scope = 'workflows' as const;
@@ -168,7 +174,7 @@ export const listWorkflows = endpoint({
   scope,
   summary: 'List workflows',
   query: PageQuery,
-  response: z.array(Workflow),
+  response: () => z.array(Workflow()),
   paginated: true,
 });
 export const createWorkflow = endpoint({
@@ -252,7 +258,7 @@ export const listWorkflowRuns = endpoint({
   summary: 'Run history, newest first, each run with its delivery attempts',
   params: IdParams,
   query: PageQuery,
-  response: z.array(WorkflowRun),
+  response: () => z.array(WorkflowRun()),
   paginated: true,
 });
 
