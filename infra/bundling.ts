@@ -112,6 +112,43 @@ const lazyCrc32: Plugin = {
   },
 };
 
+/**
+ * The AWS SDK reads the shared config files (~/.aws/config and ~/.aws/credentials) on a client's first
+ * call, for settings the environment does not give (defaults mode, clock skew correction, …), through
+ * node:fs/promises, which loads the readline internals with it: 2–5 ms of every cold start, partly at
+ * import (the reader's module imports it) and partly on the first request. Here the reader uses the
+ * callback API of node:fs (loaded with every process) instead: the same files are read with the same
+ * result (the same errors when they are missing, which the SDK ignores), so nothing changes but the cost.
+ * Chosen over giving every client explicit settings: the list of file-backed settings grows with SDK
+ * versions, and a setting missed would read the files again.
+ */
+const lazyIniReadFile: Plugin = {
+  name: 'lazy-ini-read-file',
+  setup(b) {
+    b.onLoad(
+      {
+        filter:
+          /@smithy[\\/]core[\\/]dist-es[\\/]submodules[\\/]config[\\/]shared-ini-file-loader[\\/](readFile|getSSOTokenFromFile)\.js$/,
+      },
+      (args) => {
+        const source = readFileSync(args.path, 'utf8');
+        const eager = /^import \{ readFile(?: as (\w+))? \} from "node:fs\/promises";$/m;
+        const m = eager.exec(source);
+        // Another version of the file: bundle it as it is.
+        if (!m) return undefined;
+        return {
+          contents: source.replace(
+            eager,
+            `const ${m[1] ?? 'readFile'} = (path, options) => new Promise((resolve, reject) => process.getBuiltinModule('node:fs').readFile(path, options, (error, data) => (error ? reject(error) : resolve(data))));`,
+          ),
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        };
+      },
+    );
+  },
+};
+
 /** WebAssembly files next to the chunks that load them (see wasmParsers). */
 export const wasmAssets: { input: RegExp; from: string; to: string }[] = [
   {
@@ -170,7 +207,7 @@ export const esbuildSettings = {
   },
   logLevel: 'error',
   metafile: true,
-  plugins: [builtinsViaRequire, wasmParsers, lazyCrc32],
+  plugins: [builtinsViaRequire, wasmParsers, lazyCrc32, lazyIniReadFile],
 } as const satisfies BuildOptions;
 
 /**

@@ -73,5 +73,8 @@ describe('a function bundle at cold start', () => {
     // node:http, and its lazy WebSocket getter loads undici (25–30 ms of CPU); infra/bundling.ts gives
     // such imports the require()d module instead.
     expect(modules.filter((m) => /undici/.test(m))).toEqual([]);
+    // The SDK looked for its shared config files (absent here) through node:fs, not node:fs/promises, which
+    // loads the readline internals with it (infra/bundling.ts, lazyIniReadFile).
+    expect(modules.filter((m) => /fs\/promises|readline/.test(m))).toEqual([]);
   }, 120_000);
 });
