@@ -8,7 +8,6 @@
  * Servers signed by a private CA: give Node the CA bundle with the standard NODE_EXTRA_CA_CERTS
  * environment variable (a PEM file path); every adapter then trusts it.
  */
-import { assertLiteralAllowed } from '../host-policy';
 import type { ConnectionTarget, Driver } from './types';
 
 interface Entry {
@@ -42,7 +41,12 @@ async function create(target: ConnectionTarget): Promise<Driver> {
   // The host policy (host-policy.ts): IP literals (which sockets do not resolve) are judged here; names
   // are judged on the addresses they resolve to at every connect (each adapter uses checkedLookup).
   const hosts = target.type === 'MONGODB' ? (await import('./mongodb')).mongoHosts(target) : [target.host];
-  if (target.type !== 'SQLITE') for (const h of hosts) assertLiteralAllowed(h);
+  // Loaded here, not with this module: the functions that only close drivers (connection updates) or read
+  // records should not load node:dns and the address tables at start.
+  if (target.type !== 'SQLITE') {
+    const { assertLiteralAllowed } = await import('../host-policy');
+    for (const h of hosts) assertLiteralAllowed(h);
+  }
   switch (target.type) {
     case 'POSTGRES':
       return (await import('./postgres')).postgresDriver(target);
