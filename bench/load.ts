@@ -232,7 +232,7 @@ export const load: BenchModule = {
       notes.push(
         `${CLIENTS} keep-alive clients for ${opts.seconds} s each (after 1 s of warm-up), in a separate Node process; ${availableParallelism()} cores. The SQL: ${SQL} (5 rows of 2,000).`,
         `Targets: ≥ ${LOAD_TARGETS.perSecond} requests/s, p99 < ${LOAD_TARGETS.p99Ms} ms, no errors. CPU columns are milliseconds of CPU per answered request: "service" the handler instances' threads (worker.cpuUsage), "store" the main thread (dynalite's validation and actions, the local queue and scheduler), "other threads" the rest of this process (V8 GC and compiler, libuv's pool with LevelDB), PostgreSQL its server processes, clients the load process.`,
-        'The org rate limit is raised for the run (LOUPE_ORG_RATE_LIMIT) so that it never answers 429; its count is still written on every request.',
+        'The org rate limit is raised for the run (LOUPE_ORG_RATE_LIMIT) so that it never answers 429; each instance still leases its admissions from the shared count (one conditional write per lease, leases growing to a tenth of the limit).',
       );
       return {
         head: ['side', 'requests/s', 'p50', 'p99', 'errors', 'CPU ms per request', 'target'],
