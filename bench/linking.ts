@@ -204,7 +204,7 @@ export const linking: BenchModule = {
       const fused: Outcome[] = [];
       for (const q of asked) fused.push(await ask(server, fake, connectionId, q));
       runs.push({
-        label: 'after + embeddings (RRF, trigram test model)',
+        label: 'after + embeddings (added matches, trigram test model)',
         outcomes: fused,
         ms: Date.now() - t1,
       });

@@ -14,8 +14,8 @@ import { bareName, type NoteLike, notesOf, rawWords } from './schema-index';
  * text `embeddingText` writes (name and its words, the database's comments, column names with their
  * comments, annotations). Built when a schema is introspected and after automatic annotation (only
  * the tables whose text changed are sent to the embeddings endpoint; cost: usage `schema_embedding`).
- * At chat time the question is embedded (usage `chat_embedding`) and the nearest tables are fused with
- * the lexical ranking (reciprocal rank fusion, schema-context.ts). Any failure of the endpoint leaves
+ * At chat time the question is embedded (usage `chat_embedding`) and the nearest tables that lexical
+ * ranking left out are added to the first request (schema-context.ts). Any failure of the endpoint leaves
  * chat on lexical ranking and rests the endpoint for that connection for COOLDOWN_MS.
  *
  * Items, in the connection's partition (ORG#o#CONN#c), removed with the connection:

@@ -217,34 +217,22 @@ export interface SchemaContextOptions {
   /** Characters the schema text may take at most (the room left in the first request); default SCHEMA_BUDGET + CATALOG_BUDGET. */
   maxChars?: number;
   /**
-   * Tables nearest to the question by embedding (indexes into `tables`, best first; embedding-index.ts),
-   * fused with the lexical ranking by reciprocal rank fusion. Absent: lexical ranking alone.
+   * Tables nearest to the question by embedding (indexes into `tables`, best first; embedding-index.ts).
+   * The best of them that lexical ranking left out are added (SEMANTIC_EXTRA_TABLES, one line each, in
+   * room taken from the other-tables list). Absent: lexical ranking alone.
    */
   semantic?: number[];
 }
 
-/** The k of reciprocal rank fusion: score = Σ 1 / (k + rank) over the lexical and embedding rankings. */
-export const RRF_K = 60;
+/** How many of the embedding ranking's best tables may be added to what lexical ranking chose. */
+export const SEMANTIC_EXTRA_TABLES = 3;
 
 /**
- * Reciprocal rank fusion of the lexical scores and the embedding order, scaled so that the best fused
- * score equals the best lexical score (the join-path expansion after it works on that scale).
+ * Room for those tables (one line each), taken from the list of other table names, never from the
+ * tables lexical ranking chose: with embeddings on, every table described without them is still
+ * described.
  */
-export function fuseRankings(lexical: Map<number, number>, semantic: number[]): Map<number, number> {
-  const fused = new Map<number, number>();
-  const add = (i: number, rank: number) => fused.set(i, (fused.get(i) ?? 0) + 1 / (RRF_K + rank + 1));
-  [...lexical.entries()]
-    .sort((a, b) => b[1] - a[1] || a[0] - b[0])
-    .forEach(([i], rank) => {
-      add(i, rank);
-    });
-  semantic.forEach((i, rank) => {
-    add(i, rank);
-  });
-  const scale = Math.max(1, ...lexical.values()) / Math.max(...fused.values());
-  for (const [i, s] of fused) fused.set(i, s * scale);
-  return fused;
-}
+export const SEMANTIC_EXTRA_CHARS = 1_200;
 
 /** True when the whole schema fits the budget (it is then described whole and no ranking is needed). */
 export function schemaFitsWhole(tables: TableInfo[], notes: NoteLike[], question: string, maxChars?: number) {
@@ -276,7 +264,7 @@ export function tablesInSql(sql: string): string[] {
  * (hundreds of tables) is narrowed:
  *  1. lexical rank (BM25 over table names, column names, annotations, example values and database
  *     comments; see schema-index.ts) of the question, plus the earlier questions of the conversation at
- *     half weight; fused with the embedding ranking when one is given (opts.semantic, RRF);
+ *     half weight;
  *  2. tables the conversation's earlier SQL used, kept first;
  *  3. join-path expansion: tables linked to the best matches (declared foreign keys both ways, and
  *     key-like column names: `customer_id` → customers, a shared key column such as `aid`) gain a share of
@@ -284,7 +272,9 @@ export function tablesInSql(sql: string): string[] {
  *  4. the budget (SCHEMA_TOKEN_BUDGET, or less when the rest of the request leaves less room) is spent
  *     in that order: the first FULL_TABLES tables in full (with annotations and examples), the next ones
  *     in one line each with their columns and types. The rest are listed by name while that list fits;
- *     the search_tables / describe_tables tools reach everything else.
+ *     the search_tables / describe_tables tools reach everything else;
+ *  5. with an embedding ranking (opts.semantic), its best tables not described yet are added in one
+ *     line each, in room taken from the list of names: embeddings only add to what lexical ranking chose.
  */
 export function buildSchemaContext(
   tables: TableInfo[],
@@ -325,11 +315,10 @@ export function buildSchemaContext(
 
   const index = buildIndex(tables, notes);
   const questionTerms = new Set(terms(question));
-  let score = lexicalScores(index, question);
+  const score = lexicalScores(index, question);
   for (const q of earlierQuestions)
     for (const [i, s] of lexicalScores(index, q)) score.set(i, (score.get(i) ?? 0) + s / 2);
   const semantic = (opts.semantic ?? []).filter((i) => Number.isInteger(i) && i >= 0 && i < tables.length);
-  if (semantic.length) score = fuseRankings(score, semantic);
   const top = Math.max(0, ...score.values());
 
   // Earlier SQL's tables first.
@@ -392,6 +381,22 @@ export function buildSchemaContext(
     pieces.push(r);
     used += r.length + 1;
   }
+  // Embedding matches that lexical ranking left out, in room taken from the list of other names.
+  const extraRoom = semantic.length ? Math.min(SEMANTIC_EXTRA_CHARS, Math.floor(catalogBudget / 2)) : 0;
+  let extraUsed = 0;
+  let added = 0;
+  for (const i of semantic) {
+    if (added >= SEMANTIC_EXTRA_TABLES) break;
+    const t = tables[i];
+    if (detailed.includes(t)) continue;
+    const r = renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
+    if (extraUsed + r.length + 1 > extraRoom) continue;
+    detailed.push(t);
+    pieces.push(r);
+    extraUsed += r.length + 1;
+    added++;
+  }
+  const catalogRoom = catalogBudget - extraUsed;
   const shown = new Set(detailed.map((t) => t.name));
   const others = tables
     .filter((t) => !shown.has(t.name))
@@ -401,7 +406,7 @@ export function buildSchemaContext(
   let listed = 0;
   for (const name of others) {
     const piece = (listed ? ', ' : '') + name;
-    if (catalog.length + piece.length > catalogBudget - 160) break;
+    if (catalog.length + piece.length > catalogRoom - 160) break;
     catalog += piece;
     listed++;
   }

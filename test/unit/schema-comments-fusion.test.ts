@@ -3,11 +3,12 @@ import { dot, unit } from '../../shared/ai/embeddings';
 import { embeddingText } from '../../shared/chat/embedding-index';
 import {
   buildSchemaContext,
-  fuseRankings,
+  CATALOG_BUDGET,
   quotedComment,
-  RRF_K,
   renderTable,
   renderTableBrief,
+  SCHEMA_BUDGET,
+  SEMANTIC_EXTRA_TABLES,
   schemaFitsWhole,
 } from '../../shared/chat/schema-context';
 import {
@@ -86,22 +87,23 @@ describe('database comments: cleaning and bounds', () => {
   });
 });
 
-describe('reciprocal rank fusion', () => {
-  it('adds 1 / (k + rank) from each ranking, scaled to the best lexical score', () => {
-    const lexical = new Map([
-      [0, 9],
-      [1, 3],
-    ]);
-    const fused = fuseRankings(lexical, [2, 1]);
-    const raw = new Map([
-      [0, 1 / (RRF_K + 1)],
-      [1, 1 / (RRF_K + 2) + 1 / (RRF_K + 2)],
-      [2, 1 / (RRF_K + 1)],
-    ]);
-    const scale = 9 / Math.max(...raw.values());
-    for (const [i, v] of raw) expect(fused.get(i)).toBeCloseTo(v * scale, 9);
-    // In both lists beats first in one.
-    expect(fused.get(1)!).toBeGreaterThan(fused.get(0)!);
+describe('embedding matches added to lexical ranking', () => {
+  it('embeddings only add: every table lexical ranking describes stays described, and the text stays in budget', () => {
+    const tables = [...filler(120), table('fin_reimbursements', ['id', 'amt', 'dt'])];
+    for (const q of [
+      'audit session 7',
+      'reimbusements per audit session',
+      'sessions and users',
+      'nothing matches',
+    ]) {
+      const lexical = buildSchemaContext(tables, [], q);
+      for (const semantic of [[120, 3, 5], [0, 1, 2, 3, 4, 5, 6], [...Array(121).keys()].reverse()]) {
+        const ctx = buildSchemaContext(tables, [], q, [], { semantic });
+        for (const name of lexical.detailed) expect(ctx.detailed).toContain(name);
+        expect(ctx.detailed.length - lexical.detailed.length).toBeLessThanOrEqual(SEMANTIC_EXTRA_TABLES);
+        expect(ctx.text.length).toBeLessThanOrEqual(SCHEMA_BUDGET + CATALOG_BUDGET);
+      }
+    }
   });
 
   it('a table only the embedding ranking finds is described; without it, it is not', () => {
