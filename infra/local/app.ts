@@ -1,14 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { config, resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient, setDocumentClientFactory } from '../../shared/platform/db/client';
+import { resetDocumentClient, setStoreCall } from '../../shared/platform/db/client';
 import { resetEncryption } from '../../shared/platform/encryption';
 import { bootstrapLocal } from './bootstrap';
 import { instanceServer, STAGE } from './instance';
 import { defaultInstances, type Instances, startInstances } from './instances';
 import { type LocalService, startupTasks } from './startup';
 import { startLocalStore, startStoreProcess } from './store';
-import { storeDocumentClient } from './store-client';
 import './demo';
 import './outbound';
 import './workers';
@@ -81,7 +80,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
   resetConfig();
   // This thread's store calls go straight into the store (no HTTP, no SDK serialization) when it runs here.
   const call = store.call;
-  setDocumentClientFactory(call ? () => storeDocumentClient(call) : undefined);
+  setStoreCall(call);
 
   const boot = await bootstrapLocal(dataDir, process.env.LOUPE_ADMIN_KEY || undefined);
   const services: LocalService[] = [];
@@ -108,7 +107,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
     } else front = await instanceServer(opts.port ?? 3000, log);
   } catch (e) {
     for (const s of services.reverse()) await s.stop();
-    setDocumentClientFactory(undefined);
+    setStoreCall(undefined);
     await store.close();
     throw e;
   }
@@ -127,7 +126,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
       await front.close();
       for (const s of services.reverse()) await s.stop();
       await closeAllDrivers(); // database pools and SQLite processes (a runaway statement is killed)
-      setDocumentClientFactory(undefined);
+      setStoreCall(undefined);
       await store.close();
     },
   };

@@ -7,11 +7,11 @@ import { closeAllDrivers } from '../../shared/connections/drivers/index';
 import { envelope } from '../../shared/http/envelope';
 import { groupFor } from '../../shared/http/groups';
 import { resetConfig } from '../../shared/platform/config';
-import { setDocumentClientFactory } from '../../shared/platform/db/client';
+import { setStoreCall } from '../../shared/platform/db/client';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
-import { portStoreCall, storeDocumentClient } from './store-client';
+import { portStoreCall } from './store-client';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 
 /**
@@ -127,7 +127,7 @@ export async function runInstance(data: InstanceData): Promise<void> {
   const post = (m: InstanceMessage) => port.postMessage(m);
   resetConfig();
   const call = portStoreCall(data.store);
-  setDocumentClientFactory(() => storeDocumentClient(call));
+  setStoreCall(call);
   const onSent = (queue: string) => post({ type: 'queue-sent', queue });
   const onChanged = () => post({ type: 'schedules-changed' });
   localQueueSignals.on('sent', onSent);
@@ -139,7 +139,7 @@ export async function runInstance(data: InstanceData): Promise<void> {
     await closeAllDrivers(); // database pools and SQLite processes of this instance
     localQueueSignals.off('sent', onSent);
     localSchedulerSignals.off('changed', onChanged);
-    setDocumentClientFactory(undefined);
+    setStoreCall(undefined);
     data.store.close();
     post({ type: 'stopped' });
     port.close(); // nothing is left: the thread ends on its own

@@ -6,33 +6,22 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
-import * as ddb from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { StoreAnswer, StoreCall, StoreFailure } from '../../shared/platform/db/document';
 
 /**
- * The local store without HTTP: DynamoDB commands executed by dynalite's own validation and action
- * modules in this process. Only the local runtime uses it (AWS always goes through the SDK).
+ * The local store without HTTP: DynamoDB operations executed by dynalite's own validation and action
+ * modules in this process. Only the local runtime uses it (AWS always goes through signed HTTPS).
  *
  *  - `openDirectStore` opens dynalite's LevelDB store and answers `StoreCall`s (the wire form of a
- *    DynamoDB request: operation name and JSON input, as the SDK would have sent them). It also serves
- *    the same calls over HTTP (the DynamoDB JSON protocol) for the operator tool and the SDK.
- *  - `storeDocumentClient(call)` is a document client (`send(command)` of @aws-sdk/lib-dynamodb
- *    commands) that marshals like lib-dynamodb and returns what the SDK returns: the same output
- *    shapes, and the SDK's own exception classes with the same `name`, `message` and `$fault`
- *    (test/integration/local-store-transport.test.ts runs the same commands through both paths).
+ *    DynamoDB request: operation name and JSON input, as the protocol sends them), which the service's
+ *    document client (shared/platform/db/document.ts) uses directly. It also serves the same calls over
+ *    HTTP (the DynamoDB JSON protocol) for the operator tool and the AWS SDK. The answers are the same on
+ *    every path (test/integration/local-store-transport.test.ts compares them with the SDK's).
  *  - `serveStorePort` / `portStoreCall` carry calls over a MessagePort (handler instances in worker
  *    threads reach the store of the main thread).
  */
 
-/** A DynamoDB error as the service answers it: HTTP status and JSON body (`__type`, `message`). */
-export interface StoreFailure {
-  statusCode: number;
-  body: { __type: string; message?: string; Message?: string; [k: string]: unknown };
-}
-export type StoreAnswer = { output: Record<string, unknown> } | { error: StoreFailure };
-/** Executes one DynamoDB operation (e.g. `GetItem`) on its wire-form input. */
-export type StoreCall = (operation: string, input: Record<string, unknown>) => Promise<StoreAnswer>;
+export type { StoreAnswer, StoreCall, StoreFailure };
 
 const require = createRequire(import.meta.url);
 const dynaliteDb = require('dynalite/db') as { create(options: Record<string, unknown>): DynaliteStore };
@@ -174,7 +163,7 @@ function directCall(store: DynaliteStore, tables: Map<string, DynaliteTable>): S
       }
       let data: Record<string, unknown>;
       try {
-        data = validations.checkTypes(toWire(input), a.types);
+        data = validations.checkTypes(input, a.types);
         validations.checkValidations(data, a.types, a.custom, store);
       } catch (e) {
         const err = e as Error & Partial<StoreFailure>;
@@ -228,197 +217,6 @@ function httpFront(call: StoreCall): Server {
       );
     });
   });
-}
-
-/** Binary attribute values travel as base64 in the JSON protocol (the SDK's serializer does this). */
-function toWire(v: unknown): any {
-  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
-  if (Array.isArray(v)) {
-    let out: unknown[] | undefined;
-    for (let i = 0; i < v.length; i++) {
-      const w = toWire(v[i]);
-      if (w === v[i]) continue;
-      out ??= v.slice();
-      out[i] = w;
-    }
-    return out ?? v;
-  }
-  if (v && typeof v === 'object') {
-    let out: Record<string, unknown> | undefined;
-    for (const k in v as Record<string, unknown>) {
-      const x = (v as Record<string, unknown>)[k];
-      const w = toWire(x);
-      if (w === x) continue;
-      out ??= { ...(v as Record<string, unknown>) };
-      out[k] = w;
-    }
-    return out ?? v;
-  }
-  return v;
-}
-
-/** The SDK's deserializer turns `B`/`BS` base64 back into bytes; everything else is plain JSON already. */
-function fromWireValue(av: any): any {
-  if (!av || typeof av !== 'object') return av;
-  if (typeof av.B === 'string') return { B: new Uint8Array(Buffer.from(av.B, 'base64')) };
-  if (Array.isArray(av.BS)) return { BS: av.BS.map((b: string) => new Uint8Array(Buffer.from(b, 'base64'))) };
-  if (Array.isArray(av.L)) {
-    const l = fromWireList(av.L);
-    return l === av.L ? av : { L: l };
-  }
-  if (av.M && typeof av.M === 'object') {
-    const m = fromWireMap(av.M);
-    return m === av.M ? av : { M: m };
-  }
-  return av;
-}
-/** Copies only what changes (answers without binary values are returned as they are). */
-function fromWireList(l: unknown[]): unknown[] {
-  let out: unknown[] | undefined;
-  for (let i = 0; i < l.length; i++) {
-    const w = fromWireValue(l[i]);
-    if (w === l[i]) continue;
-    out ??= l.slice();
-    out[i] = w;
-  }
-  return out ?? l;
-}
-function fromWireMap(m: Record<string, unknown>): Record<string, unknown> {
-  let out: Record<string, unknown> | undefined;
-  for (const k in m) {
-    const w = fromWireValue(m[k]);
-    if (w === m[k]) continue;
-    out ??= { ...m };
-    out[k] = w;
-  }
-  return out ?? m;
-}
-/** Output members holding attribute maps (the ones @aws-sdk/lib-dynamodb unmarshals). */
-function fromWire(out: Record<string, unknown>): Record<string, unknown> {
-  const r: Record<string, unknown> = { ...out };
-  for (const k of ['Item', 'Attributes', 'LastEvaluatedKey'])
-    if (r[k]) r[k] = fromWireMap(r[k] as Record<string, unknown>);
-  if (Array.isArray(r.Items)) r.Items = r.Items.map((i) => fromWireMap(i as Record<string, unknown>));
-  if (r.Responses) {
-    const resp: Record<string, unknown> = {};
-    for (const [t, items] of Object.entries(r.Responses as Record<string, Record<string, unknown>[]>))
-      resp[t] = items.map(fromWireMap);
-    r.Responses = resp;
-  }
-  return r;
-}
-
-/** The exception the SDK throws for a DynamoDB error answer. */
-export function sdkError(failure: StoreFailure, requestId: string): Error {
-  const type = failure.body.__type ?? '';
-  const name = type.slice(type.lastIndexOf('#') + 1) || 'UnknownError';
-  const message = failure.body.message ?? failure.body.Message ?? name;
-  const $metadata = { httpStatusCode: failure.statusCode, requestId, attempts: 1, totalRetryDelay: 0 };
-  const $fault = failure.statusCode >= 500 ? 'server' : 'client';
-  const { __type: _t, message: _m, Message: _M, ...members } = failure.body;
-  const Modeled = (ddb as unknown as Record<string, unknown>)[name];
-  const e =
-    typeof Modeled === 'function' && name !== 'DynamoDBServiceException' && name.endsWith('Exception')
-      ? new (Modeled as new (o: object) => Error)({ message, $metadata, ...members })
-      : new ddb.DynamoDBServiceException({ name, $fault, message, $metadata } as never);
-  // As the SDK's decorateServiceException: the answer's own fields become the error's, and its message.
-  for (const [k, v] of Object.entries(failure.body))
-    if (
-      (e as unknown as Record<string, unknown>)[k] === undefined ||
-      (e as unknown as Record<string, unknown>)[k] === ''
-    )
-      (e as unknown as Record<string, unknown>)[k] = v;
-  Object.defineProperty(e, 'message', {
-    value: message,
-    enumerable: true,
-    writable: true,
-    configurable: true,
-  });
-  return e;
-}
-
-interface DocumentCommand {
-  input: Record<string, unknown>;
-  inputKeyNodes?: unknown;
-  outputKeyNodes?: unknown;
-  clientCommand?: { constructor: { name: string } };
-  constructor: { name: string };
-}
-
-const marshallOptions = {
-  removeUndefinedValues: true,
-  convertClassInstanceToMap: false,
-  convertTopLevelContainer: true,
-};
-const unmarshallOptions = { convertWithoutMapWrapper: true };
-
-/** lib-dynamodb's key-node walk (marshallInput / unmarshallOutput), with the client's marshall options. */
-function processKeys(obj: any, fn: (v: any) => any, keyNodes: any): any {
-  if (obj === undefined) return undefined;
-  if (keyNodes == null) return fn(obj);
-  const keys = Object.keys(keyNodes);
-  if (keys.length === 1 && keys[0] === '*') {
-    const acc: any = Array.isArray(obj) ? [] : {};
-    for (const [k, v] of Object.entries(obj ?? {}))
-      if (typeof v !== 'function') acc[k] = processKeys(v, fn, keyNodes['*']);
-    return acc;
-  }
-  if (keys.length === 0) {
-    if (Array.isArray(obj))
-      return obj.filter((x) => typeof x !== 'function').map((x) => processKeys(x, fn, null));
-    const acc: any = {};
-    for (const [k, v] of Object.entries(obj)) {
-      if (typeof v === 'function') continue;
-      const p = processKeys(v, fn, null);
-      if (p !== undefined && typeof p !== 'function') acc[k] = p;
-    }
-    return acc;
-  }
-  const acc: any = Array.isArray(obj) ? obj.filter((x) => typeof x !== 'function') : {};
-  if (!Array.isArray(obj)) for (const [k, v] of Object.entries(obj)) if (typeof v !== 'function') acc[k] = v;
-  for (const [k, nodes] of Object.entries(keyNodes)) {
-    if (typeof obj[k] === 'function') continue;
-    const p = processKeys(obj[k], fn, nodes);
-    if (p !== undefined && typeof p !== 'function') acc[k] = p;
-  }
-  return acc;
-}
-const marshallFn = (v: any) => marshall(v, marshallOptions);
-const unmarshallFn = (v: any) => unmarshall(v, unmarshallOptions);
-const dropUndefined = (o: Record<string, unknown>) => {
-  for (const k in o) if (o[k] === undefined) delete o[k];
-  return o;
-};
-
-/**
- * A document client on a StoreCall: accepts the @aws-sdk/lib-dynamodb commands the service sends
- * (and the low-level client-dynamodb ones), and answers as the SDK does.
- */
-export function storeDocumentClient(call: StoreCall): DynamoDBDocumentClient {
-  let seq = 0;
-  const prefix = randomBytes(6).toString('hex').toUpperCase();
-  const client = {
-    async send(command: DocumentCommand) {
-      const low = command.clientCommand ?? command;
-      const operation = low.constructor.name.replace(/Command$/, '');
-      const input = dropUndefined(
-        command.clientCommand
-          ? processKeys(command.input, marshallFn, command.inputKeyNodes)
-          : { ...command.input },
-      );
-      const requestId = `${prefix}${(++seq).toString(36).toUpperCase()}`;
-      const answer = await call(operation, input);
-      if ('error' in answer) throw sdkError(answer.error, requestId);
-      const out = fromWire(answer.output);
-      const output = command.clientCommand ? processKeys(out, unmarshallFn, command.outputKeyNodes) : out;
-      return {
-        ...output,
-        $metadata: { httpStatusCode: 200, requestId, attempts: 1, totalRetryDelay: 0 },
-      };
-    },
-    destroy() {},
-  };
-  return client as unknown as DynamoDBDocumentClient;
 }
 
 type PortRequest = { id: number; operation: string; input: Record<string, unknown> };

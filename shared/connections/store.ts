@@ -1,4 +1,3 @@
-import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../platform/config';
 import { documentClient } from '../platform/db/client';
 import { db, type Item, strip } from '../platform/db/store';
@@ -172,7 +171,7 @@ export async function deleteKeys(keys: Array<{ pk: string; sk: string }>): Promi
   for (let i = 0; i < keys.length; i += 25) {
     let requests = keys.slice(i, i + 25).map((k) => ({ DeleteRequest: { Key: { pk: k.pk, sk: k.sk } } }));
     for (let attempt = 0; requests.length > 0; attempt++) {
-      const out = await documentClient().send(new BatchWriteCommand({ RequestItems: { [table]: requests } }));
+      const out = await documentClient().send('BatchWriteItem', { RequestItems: { [table]: requests } });
       requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
       if (requests.length && attempt >= 8) throw new Error('Batch delete left unprocessed items');
       if (requests.length) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));

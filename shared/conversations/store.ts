@@ -1,4 +1,3 @@
-import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../platform/config';
 import { documentClient } from '../platform/db/client';
 import { db, type Item, strip } from '../platform/db/store';
@@ -190,7 +189,7 @@ async function deleteAll(keys: Array<{ pk: string; sk: string }>): Promise<void>
   for (let i = 0; i < keys.length; i += 25) {
     let requests = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
     for (let attempt = 0; requests.length; attempt++) {
-      const out = await documentClient().send(new BatchWriteCommand({ RequestItems: { [table]: requests } }));
+      const out = await documentClient().send('BatchWriteItem', { RequestItems: { [table]: requests } });
       requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
       if (requests.length && attempt >= 8)
         throw new Error('Deleting conversation messages did not complete.');

@@ -1,4 +1,3 @@
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../platform/config';
 import { documentClient } from '../platform/db/client';
 import { db, isConditionFailure } from '../platform/db/store';
@@ -55,14 +54,12 @@ export function nameGuard(
     /** Releases `name` if `ownerId` still holds it (safe to repeat). */
     async release(orgId: string, name: string, ownerId: string): Promise<void> {
       try {
-        await documentClient().send(
-          new DeleteCommand({
-            TableName: config().LOUPE_TABLE_NAME,
-            Key: { pk: pk(orgId), sk: sk(name) },
-            ConditionExpression: 'ownerId = :o',
-            ExpressionAttributeValues: { ':o': ownerId },
-          }),
-        );
+        await documentClient().send('DeleteItem', {
+          TableName: config().LOUPE_TABLE_NAME,
+          Key: { pk: pk(orgId), sk: sk(name) },
+          ConditionExpression: 'ownerId = :o',
+          ExpressionAttributeValues: { ':o': ownerId },
+        });
       } catch (e) {
         if (!isConditionFailure(e)) throw e;
       }

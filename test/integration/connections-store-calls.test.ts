@@ -19,8 +19,8 @@ async function earlyInWindow() {
  * (KEYHASH), the connection item (CONN), a history entry (QH#), the rate-limit window (RATE), ... The local
  * runtime's queue and scheduler poll the same store meanwhile; their partitions are left out.
  */
-function describeCommand(orgId: string, command: { constructor: { name: string }; input: unknown }) {
-  const input = command.input as {
+function describeCommand(orgId: string, operation: string, sent: unknown) {
+  const input = sent as {
     Key?: { pk: string; sk: string };
     Item?: { pk: string; sk: string };
     ExpressionAttributeValues?: Record<string, unknown>;
@@ -33,7 +33,7 @@ function describeCommand(orgId: string, command: { constructor: { name: string }
     : sk
       ? sk.split('#')[0]
       : `${pk.split('#')[2] ?? 'ORG'} partition`;
-  return `${command.constructor.name.replace('Command', '')} ${item}`;
+  return `${operation.replace(/Item$/, '')} ${item}`;
 }
 
 describe('store calls on the query path (at most 3 per query in steady state)', () => {
@@ -48,7 +48,7 @@ describe('store calls on the query path (at most 3 per query in steady state)', 
     const value = await fn();
     const commands = send.mock.calls
       .slice(before)
-      .map(([c]) => describeCommand(s.app.orgId, c))
+      .map(([operation, input]) => describeCommand(s.app.orgId, operation, input))
       .filter((c): c is string => !!c);
     return { value, commands };
   }

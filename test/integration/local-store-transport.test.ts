@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import { DeleteTableCommand, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
   DeleteCommand,
@@ -12,6 +12,7 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
@@ -22,13 +23,16 @@ import {
   openDirectStore,
   portStoreCall,
   serveStorePort,
-  storeDocumentClient,
 } from '../../infra/local/store-client';
+import { DocumentClient, type Operation } from '../../shared/platform/db/document';
+import { httpStoreCall } from '../../shared/platform/db/http-call';
 
 /**
- * The direct local store transport (infra/local/store-client.ts) must answer exactly as the AWS SDK
- * does against dynalite's own HTTP server: the same commands run through both paths (each on its own
- * fresh store with the service's table) and their outputs and errors are compared.
+ * The service's document client (shared/platform/db/document.ts) must answer exactly as the AWS SDK's
+ * (@aws-sdk/lib-dynamodb) does against dynalite's own HTTP server, on each of its transports: signed
+ * HTTP to another dynalite server (what AWS gets), the local runtime's direct in-process store, and that
+ * store over a MessagePort. The same commands run through every path (each on its own fresh store with
+ * the service's table) and their outputs and errors are compared.
  */
 const TABLE = 'loupe-transport-test';
 const dirs: string[] = [];
@@ -38,13 +42,20 @@ let sdkLow: DynamoDBClient;
 let sdkEndpoint: string;
 let direct: DirectStore;
 let viaPort: DirectStore;
+let httpServer: Server;
+let httpEndpoint: string;
 const channel = new MessageChannel();
 
 beforeAll(async () => {
   const a = mkdtempSync(join(tmpdir(), 'loupe-transport-sdk-'));
   const b = mkdtempSync(join(tmpdir(), 'loupe-transport-direct-'));
   const c = mkdtempSync(join(tmpdir(), 'loupe-transport-port-'));
-  dirs.push(a, b, c);
+  const d = mkdtempSync(join(tmpdir(), 'loupe-transport-http-'));
+  dirs.push(a, b, c, d);
+  httpServer = dynalite({ path: d, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', () => r()));
+  httpEndpoint = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;
+  await ensureTable(httpEndpoint, TABLE);
   sdkServer = dynalite({ path: a, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((r) => sdkServer.listen(0, '127.0.0.1', () => r()));
   const endpoint = `http://127.0.0.1:${(sdkServer.address() as AddressInfo).port}`;
@@ -70,6 +81,7 @@ afterAll(async () => {
   sdk?.destroy();
   channel.port1.close();
   await new Promise<void>((r) => sdkServer.close(() => r()));
+  await new Promise<void>((r) => httpServer.close(() => r()));
   await direct?.close();
   await viaPort?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -96,7 +108,6 @@ function outcome(p: Promise<unknown>): Promise<Outcome> {
         if (!['$metadata', '$response', 'stack'].includes(k)) members[k] = err[k];
       return {
         error: {
-          class: err.constructor.name,
           name: err.name,
           message: err.message,
           fault: err.$fault,
@@ -109,15 +120,40 @@ function outcome(p: Promise<unknown>): Promise<Outcome> {
   );
 }
 
-/** Runs `command()` (a fresh command object each time) through the SDK, the direct client and the port client. */
+/** The operation and document input of a lib-dynamodb (or client-dynamodb) command object. */
+function asCall(command: { input: Record<string, unknown>; constructor: { name: string } }) {
+  return [
+    command.constructor.name
+      .replace(/Command$/, '')
+      .replace(/^(Get|Put|Update|Delete)$/, '$1Item')
+      .replace(/^BatchWrite$/, 'BatchWriteItem') as Operation,
+    command.input,
+  ] as const;
+}
+
+const clients = () => ({
+  direct: new DocumentClient(direct.call),
+  port: new DocumentClient(portStoreCall(channel.port2)),
+  http: new DocumentClient(
+    httpStoreCall({
+      endpoint: httpEndpoint,
+      region: 'local',
+      credentials: async () => ({ accessKeyId: 'local', secretAccessKey: 'local' }),
+      maxAttempts: 1,
+    }),
+  ),
+});
+
+/**
+ * Runs `command()` (a fresh command object each time) through the SDK, and through the service's
+ * document client on the direct store, over the port, and over signed HTTP.
+ */
 async function same(command: () => any): Promise<Outcome> {
-  const directClient = storeDocumentClient(direct.call);
-  const portClient = storeDocumentClient(portStoreCall(channel.port2));
   const bySdk = await outcome(sdk.send(command()));
-  const byDirect = await outcome(directClient.send(command()));
-  const byPort = await outcome(portClient.send(command()));
-  expect(byDirect).toEqual(bySdk);
-  expect(byPort).toEqual(bySdk);
+  for (const [path, client] of Object.entries(clients())) {
+    const got = await outcome(client.send(...asCall(command())));
+    expect({ path, ...got }).toEqual({ path, ...bySdk });
+  }
   return bySdk;
 }
 
@@ -144,7 +180,7 @@ const item = {
   skipped: undefined,
 };
 
-describe('local store transport (direct and over a MessagePort) vs the AWS SDK over HTTP', () => {
+describe('document client (signed HTTP, direct store, over a MessagePort) vs the AWS SDK over HTTP', () => {
   it('puts and gets items with every attribute type, and a missing item', async () => {
     await same(() => new PutCommand({ TableName: TABLE, Item: item }));
     const got = await same(
@@ -347,17 +383,14 @@ describe('local store transport (direct and over a MessagePort) vs the AWS SDK o
 
   it('forgets a table deleted after it was used (the direct store keeps active table definitions in memory)', async () => {
     const extra = 'loupe-transport-extra';
-    for (const endpoint of [sdkEndpoint, direct.endpoint, viaPort.endpoint])
+    for (const endpoint of [sdkEndpoint, direct.endpoint, viaPort.endpoint, httpEndpoint])
       await ensureTable(endpoint, extra);
     await same(() => new PutCommand({ TableName: extra, Item: { pk: 'a', sk: 'b' } }));
     await same(() => new GetCommand({ TableName: extra, Key: { pk: 'a', sk: 'b' } }));
     // Table operations answer timestamps the SDK turns into Dates: the service sends them only through the
     // SDK (ensureTable), so they are compared on their effect only.
     await sdkLow.send(new DeleteTableCommand({ TableName: extra }));
-    await storeDocumentClient(direct.call).send(new DeleteTableCommand({ TableName: extra }) as never);
-    await storeDocumentClient(portStoreCall(channel.port2)).send(
-      new DeleteTableCommand({ TableName: extra }) as never,
-    );
+    for (const client of Object.values(clients())) await client.send('DeleteTable', { TableName: extra });
     const gone = await same(() => new GetCommand({ TableName: extra, Key: { pk: 'a', sk: 'b' } }));
     expect((gone as { error: { name: string } }).error.name).toBe('ResourceNotFoundException');
   });

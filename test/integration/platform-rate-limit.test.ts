@@ -141,9 +141,9 @@ describe('organization rate limit (counted in the shared store alongside authent
         // so one GetItem reads it; DynamoDB returns it). The local runtime's queue and scheduler poll the
         // same store meanwhile: only this window's item is counted.
         const calls = send.mock.calls
-          .filter(([c]) => (c.input as { Key?: { sk?: string } }).Key?.sk === `RATE#all#${windowStart}`)
-          .map(([c]) => c.constructor.name);
-        expect(calls).toEqual([...Array(12).fill('UpdateCommand'), 'GetCommand', 'UpdateCommand']);
+          .filter(([, input]) => (input as { Key?: { sk?: string } }).Key?.sk === `RATE#all#${windowStart}`)
+          .map(([operation]) => operation);
+        expect(calls).toEqual([...Array(12).fill('UpdateItem'), 'GetItem', 'UpdateItem']);
       } finally {
         send.mockRestore();
       }

@@ -1,62 +1,93 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config';
+import { DocumentClient, type StoreCall } from './document';
+import { httpStoreCall } from './http-call';
+import type { Credentials } from './sigv4';
 
-let doc: DynamoDBDocumentClient | undefined;
-let factory: (() => DynamoDBDocumentClient) | undefined;
+let doc: DocumentClient | undefined;
+let local: StoreCall | undefined;
 
 /**
- * Local runtime only (infra/local): makes `documentClient()` build its client with `make` (the direct
- * store transport of infra/local/store-client.ts, without HTTP) instead of the SDK's; undefined goes
- * back to the SDK client. Never called in Lambda.
+ * Local runtime only (infra/local): makes `documentClient()` call the store through `call` (the
+ * in-process store of infra/local/store-client.ts, without HTTP); undefined goes back to HTTP. Never
+ * called in Lambda.
  */
-export function setDocumentClientFactory(make: (() => DynamoDBDocumentClient) | undefined): void {
+export function setStoreCall(call: StoreCall | undefined): void {
   resetDocumentClient();
-  factory = make;
+  local = call;
 }
 
-/**
- * Connections are reused (keep-alive): a new TCP (and in AWS, TLS) connection per call would cost more
- * than the call. 50 sockets is the SDK's own default; requests in one invocation rarely run more than a
- * few store calls at once.
- */
-const agentOptions = { keepAlive: true, maxSockets: 50 };
-
-/** The DynamoDB document client: the real service in AWS, dynalite (LOUPE_DYNAMODB_ENDPOINT) locally. */
-export function documentClient(): DynamoDBDocumentClient {
+/** The DynamoDB document client: the real service in AWS, the local store (LOUPE_DYNAMODB_ENDPOINT) locally. */
+export function documentClient(): DocumentClient {
   if (doc) return doc;
-  if (factory) {
-    doc = factory();
+  if (local) {
+    doc = new DocumentClient(local);
     return doc;
   }
   const cfg = config();
-  const local = cfg.runtime === 'local' || !!cfg.LOUPE_DYNAMODB_ENDPOINT;
-  const common: DynamoDBClientConfig = {
-    maxAttempts: 3,
-    requestHandler: { httpAgent: new HttpAgent(agentOptions), httpsAgent: new HttpsAgent(agentOptions) },
-  };
-  const client = new DynamoDBClient(
-    cfg.LOUPE_DYNAMODB_ENDPOINT
-      ? {
-          ...common,
-          endpoint: cfg.LOUPE_DYNAMODB_ENDPOINT,
-          region: cfg.AWS_REGION ?? 'local',
-          credentials: local ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
-        }
-      : common,
-  );
-  // The SDK's logger middleware filters every input and output for its (no-op) logger on each call; the
-  // service passes no logger, so it only costs CPU.
-  client.middlewareStack.remove('loggerMiddleware');
-  doc = DynamoDBDocumentClient.from(client, {
-    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-  });
+  const region =
+    cfg.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? (cfg.LOUPE_DYNAMODB_ENDPOINT ? 'local' : '');
+  if (!region) throw new Error('AWS_REGION is not set: the DynamoDB region is unknown.');
+  const endpoint = cfg.LOUPE_DYNAMODB_ENDPOINT ?? regionalEndpoint(region);
+  const credentials =
+    cfg.runtime === 'local' && cfg.LOUPE_DYNAMODB_ENDPOINT
+      ? async () => LOCAL_CREDENTIALS
+      : awsCredentials(region);
+  doc = new DocumentClient(httpStoreCall({ endpoint, region, credentials }));
   return doc;
 }
 
 export function resetDocumentClient(): void {
   doc?.destroy();
   doc = undefined;
+}
+
+const LOCAL_CREDENTIALS: Credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+/**
+ * DynamoDB's regional endpoint, by partition (the AWS SDK's endpoint rules for the standard endpoint);
+ * `AWS_USE_FIPS_ENDPOINT` and `AWS_USE_DUALSTACK_ENDPOINT` as the SDK reads them. Anything else (VPC
+ * endpoint names, a proxy) is given with LOUPE_DYNAMODB_ENDPOINT.
+ */
+export function regionalEndpoint(region: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (!/^[a-z0-9-]+$/.test(region)) throw new Error(`Not an AWS region: ${region}`);
+  const suffix = region.startsWith('cn-')
+    ? 'amazonaws.com.cn'
+    : region.startsWith('us-isob-')
+      ? 'sc2s.sgov.gov'
+      : region.startsWith('us-iso-')
+        ? 'c2s.ic.gov'
+        : region.startsWith('eu-isoe-')
+          ? 'cloud.adc-e.uk'
+          : region.startsWith('us-isof-')
+            ? 'csp.hci.ic.gov'
+            : 'amazonaws.com';
+  const fips = env.AWS_USE_FIPS_ENDPOINT === 'true';
+  const dual = env.AWS_USE_DUALSTACK_ENDPOINT === 'true';
+  const service = fips ? 'dynamodb-fips' : 'dynamodb';
+  if (dual)
+    return `https://${service}.${region}.${suffix === 'amazonaws.com.cn' ? 'api.amazonwebservices.com.cn' : 'api.aws'}`;
+  return `https://${service}.${region}.${suffix}`;
+}
+
+/**
+ * Credentials in AWS: Lambda puts the function role's in the environment (AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), read on each call. Elsewhere (the operator tool on a
+ * laptop, with profiles or SSO) the AWS SDK's own default provider chain is loaded on first use.
+ */
+export function awsCredentials(region: string): () => Promise<Credentials> {
+  let chain: Promise<() => Promise<Credentials>> | undefined;
+  return async () => {
+    const env = process.env;
+    if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)
+      return {
+        accessKeyId: env.AWS_ACCESS_KEY_ID,
+        secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+        sessionToken: env.AWS_SESSION_TOKEN || undefined,
+      };
+    chain ??= import('@aws-sdk/client-dynamodb').then(({ DynamoDBClient }) => {
+      const provider = new DynamoDBClient({ region }).config.credentials;
+      return () => provider() as Promise<Credentials>;
+    });
+    return (await chain)();
+  };
 }

@@ -1,11 +1,3 @@
-import {
-  DeleteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  type QueryCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
 import { config } from '../config';
 import { documentClient } from './client';
 
@@ -51,9 +43,11 @@ function scalarsOf(raw: RawItem | undefined): Record<string, unknown> | undefine
  */
 export const db = {
   async get<T = Item>(pk: string, sk: string): Promise<T | undefined> {
-    const out = await documentClient().send(
-      new GetCommand({ TableName: table(), Key: { pk, sk }, ConsistentRead: true }),
-    );
+    const out = await documentClient().send('GetItem', {
+      TableName: table(),
+      Key: { pk, sk },
+      ConsistentRead: true,
+    });
     return out.Item as T | undefined;
   },
 
@@ -68,15 +62,13 @@ export const db = {
     } = {},
   ): Promise<boolean> {
     try {
-      await documentClient().send(
-        new PutCommand({
-          TableName: table(),
-          Item: item,
-          ConditionExpression: opts.ifAbsent ? 'attribute_not_exists(pk)' : opts.condition,
-          ExpressionAttributeValues: opts.values,
-          ExpressionAttributeNames: opts.names,
-        }),
-      );
+      await documentClient().send('PutItem', {
+        TableName: table(),
+        Item: item,
+        ConditionExpression: opts.ifAbsent ? 'attribute_not_exists(pk)' : opts.condition,
+        ExpressionAttributeValues: opts.values,
+        ExpressionAttributeNames: opts.names,
+      });
       return true;
     } catch (e) {
       if (isConditionFailure(e)) return false;
@@ -114,21 +106,19 @@ export const db = {
       .join(' ');
     const condition = ['attribute_exists(pk)', opts.condition].filter(Boolean).join(' AND ');
     try {
-      const out = await documentClient().send(
-        new UpdateCommand({
-          TableName: table(),
-          Key: { pk, sk },
-          UpdateExpression: expr || 'SET #u_noop = if_not_exists(#u_noop, :u_noop)',
-          ConditionExpression: condition,
-          ExpressionAttributeNames: expr ? names : { ...names, '#u_noop': 'pk' },
-          ExpressionAttributeValues: expr
-            ? Object.keys(values).length
-              ? values
-              : undefined
-            : { ...values, ':u_noop': pk },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
+      const out = await documentClient().send('UpdateItem', {
+        TableName: table(),
+        Key: { pk, sk },
+        UpdateExpression: expr || 'SET #u_noop = if_not_exists(#u_noop, :u_noop)',
+        ConditionExpression: condition,
+        ExpressionAttributeNames: expr ? names : { ...names, '#u_noop': 'pk' },
+        ExpressionAttributeValues: expr
+          ? Object.keys(values).length
+            ? values
+            : undefined
+          : { ...values, ':u_noop': pk },
+        ReturnValues: 'ALL_NEW',
+      });
       return out.Attributes as T;
     } catch (e) {
       if (isConditionFailure(e)) return undefined;
@@ -146,17 +136,15 @@ export const db = {
     values?: Record<string, unknown>;
   }): Promise<T | undefined> {
     try {
-      const out = await documentClient().send(
-        new UpdateCommand({
-          TableName: table(),
-          Key: { pk: input.pk, sk: input.sk },
-          UpdateExpression: input.update,
-          ConditionExpression: input.condition,
-          ExpressionAttributeNames: input.names,
-          ExpressionAttributeValues: input.values,
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
+      const out = await documentClient().send('UpdateItem', {
+        TableName: table(),
+        Key: { pk: input.pk, sk: input.sk },
+        UpdateExpression: input.update,
+        ConditionExpression: input.condition,
+        ExpressionAttributeNames: input.names,
+        ExpressionAttributeValues: input.values,
+        ReturnValues: 'ALL_NEW',
+      });
       return out.Attributes as T;
     } catch (e) {
       if (isConditionFailure(e)) return undefined;
@@ -181,18 +169,16 @@ export const db = {
     returnValues?: 'ALL_NEW' | 'UPDATED_NEW';
   }): Promise<{ ok: true; item: T } | { ok: false; old: Record<string, unknown> | undefined }> {
     try {
-      const out = await documentClient().send(
-        new UpdateCommand({
-          TableName: table(),
-          Key: { pk: input.pk, sk: input.sk },
-          UpdateExpression: input.update,
-          ConditionExpression: input.condition,
-          ExpressionAttributeNames: input.names,
-          ExpressionAttributeValues: input.values,
-          ReturnValues: input.returnValues ?? 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      const out = await documentClient().send('UpdateItem', {
+        TableName: table(),
+        Key: { pk: input.pk, sk: input.sk },
+        UpdateExpression: input.update,
+        ConditionExpression: input.condition,
+        ExpressionAttributeNames: input.names,
+        ExpressionAttributeValues: input.values,
+        ReturnValues: input.returnValues ?? 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
       return { ok: true, item: out.Attributes as T };
     } catch (e) {
       if (isConditionFailure(e)) return { ok: false, old: scalarsOf((e as { Item?: RawItem }).Item) };
@@ -216,28 +202,24 @@ export const db = {
       values[`:e${i}`] = v;
       sets.push(`#e${i} = if_not_exists(#e${i}, :e${i})`);
     });
-    const out = await documentClient().send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: { pk, sk },
-        UpdateExpression: `ADD #a :by${sets.length ? ` SET ${sets.join(', ')}` : ''}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValues: 'UPDATED_NEW',
-      }),
-    );
+    const out = await documentClient().send('UpdateItem', {
+      TableName: table(),
+      Key: { pk, sk },
+      UpdateExpression: `ADD #a :by${sets.length ? ` SET ${sets.join(', ')}` : ''}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'UPDATED_NEW',
+    });
     return Number(out.Attributes?.[attribute] ?? 0);
   },
 
   async delete(pk: string, sk: string, opts: { ifExists?: boolean } = {}): Promise<boolean> {
     try {
-      await documentClient().send(
-        new DeleteCommand({
-          TableName: table(),
-          Key: { pk, sk },
-          ConditionExpression: opts.ifExists ? 'attribute_exists(pk)' : undefined,
-        }),
-      );
+      await documentClient().send('DeleteItem', {
+        TableName: table(),
+        Key: { pk, sk },
+        ConditionExpression: opts.ifExists ? 'attribute_exists(pk)' : undefined,
+      });
       return true;
     } catch (e) {
       if (isConditionFailure(e)) return false;
@@ -276,22 +258,20 @@ export const db = {
       cond += ' AND #sk BETWEEN :lo AND :hi';
     }
     const items: T[] = [];
-    let start: QueryCommandInput['ExclusiveStartKey'];
+    let start: Record<string, unknown> | undefined;
     do {
-      const out = await documentClient().send(
-        new QueryCommand({
-          TableName: table(),
-          IndexName: opts.index,
-          KeyConditionExpression: cond,
-          FilterExpression: opts.filter,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ScanIndexForward: !opts.newestFirst,
-          ExclusiveStartKey: start,
-          Limit: opts.limit && !opts.filter ? opts.limit - items.length : undefined,
-          ConsistentRead: opts.index ? undefined : true,
-        }),
-      );
+      const out = await documentClient().send('Query', {
+        TableName: table(),
+        IndexName: opts.index,
+        KeyConditionExpression: cond,
+        FilterExpression: opts.filter,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: !opts.newestFirst,
+        ExclusiveStartKey: start,
+        Limit: opts.limit && !opts.filter ? opts.limit - items.length : undefined,
+        ConsistentRead: opts.index ? undefined : true,
+      });
       items.push(...((out.Items ?? []) as T[]));
       start = out.LastEvaluatedKey;
     } while (start && (!opts.limit || items.length < opts.limit));

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config';
 import { documentClient } from '../db/client';
 import { db, isConditionFailure } from '../db/store';
@@ -185,14 +184,12 @@ export class LocalQueue implements Queue {
   /** Deletes a processed message (only while `message.receipt` is its current delivery). */
   async ack(queue: string, message: Pick<ReceivedMessage, 'id' | 'receipt'>): Promise<boolean> {
     try {
-      await documentClient().send(
-        new DeleteCommand({
-          TableName: config().LOUPE_TABLE_NAME,
-          Key: { pk: messagePk(queue), sk: `MSG#${message.id}` },
-          ConditionExpression: 'receipt = :r',
-          ExpressionAttributeValues: { ':r': message.receipt },
-        }),
-      );
+      await documentClient().send('DeleteItem', {
+        TableName: config().LOUPE_TABLE_NAME,
+        Key: { pk: messagePk(queue), sk: `MSG#${message.id}` },
+        ConditionExpression: 'receipt = :r',
+        ExpressionAttributeValues: { ':r': message.receipt },
+      });
       return true;
     } catch (e) {
       if (isConditionFailure(e)) return false;

@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { config } from '../config';
 import { documentClient } from '../db/client';
 import { db, isConditionFailure } from '../db/store';
@@ -199,14 +198,12 @@ export class LocalScheduler implements Scheduler {
     const expr = parseScheduleExpression(s.expression);
     if (expr.kind === 'at') {
       try {
-        await documentClient().send(
-          new DeleteCommand({
-            TableName: config().LOUPE_TABLE_NAME,
-            Key: { pk: s.pk, sk: s.sk },
-            ConditionExpression: 'nextFireAt = :seen',
-            ExpressionAttributeValues: { ':seen': s.nextFireAt },
-          }),
-        );
+        await documentClient().send('DeleteItem', {
+          TableName: config().LOUPE_TABLE_NAME,
+          Key: { pk: s.pk, sk: s.sk },
+          ConditionExpression: 'nextFireAt = :seen',
+          ExpressionAttributeValues: { ':seen': s.nextFireAt },
+        });
         return s.nextFireAt;
       } catch (e) {
         if (isConditionFailure(e)) return undefined;
