@@ -203,11 +203,12 @@ function copyWasmAssets(meta: Metafile, dir: string, root: string): void {
  * (smaller; for mapping logged frames back to the source, see NODE_FLAGS), code splitting so lazily imported modules (database
  * drivers, model client, SQL parsers) load only when used.
  *
- * The AWS SDK v3 is bundled, not left to the Lambda runtime's copy: importing the runtime's
- * @aws-sdk/client-dynamodb and lib-dynamodb from node_modules took 80–100 ms per cold start here
- * (hundreds of files resolved and compiled), while the tree-shaken, minified clients add about
- * 220 KiB to the start bundle (still far under 1 MB) and load 40–70 ms faster (bench cold-start,
- * interleaved runs). It also pins the SDK version we test against.
+ * The AWS SDK v3 clients the functions use on some paths (KMS, SQS, Scheduler, SES, Secrets Manager,
+ * S3) are bundled, in lazily loaded chunks, not left to the Lambda runtime's copy: importing the
+ * runtime's clients from node_modules took 80–100 ms (hundreds of files resolved and compiled), and
+ * bundling pins the SDK version we test against. DynamoDB, which every request uses, goes through the
+ * service's own client (shared/platform/db/), not the SDK: see README, "Where the chosen parts were
+ * changed".
  */
 export const esbuildSettings = {
   bundle: true,

@@ -14,7 +14,7 @@ export interface SignInput {
   host: string;
   /** Request path, `/` for DynamoDB. */
   path: string;
-  /** Headers besides host, x-amz-date and x-amz-security-token, which are added here. */
+  /** Headers besides host, x-amz-date, x-amz-content-sha256 and x-amz-security-token, which are added here. */
   headers: Record<string, string>;
   body: string;
   region: string;
@@ -59,15 +59,18 @@ function canonicalPath(path: string): string {
 /**
  * Signs a request with AWS Signature Version 4 (header form, signed payload), as the AWS SDK does for
  * the JSON protocols: every header given is signed. Returns the headers to send (the given ones plus
- * host, x-amz-date, x-amz-security-token and authorization).
+ * host, x-amz-date, x-amz-content-sha256, x-amz-security-token and authorization).
  */
 export function signRequest(input: SignInput): Record<string, string> {
   const stamp = amzDate(input.date);
   const day = stamp.slice(0, 8);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(input.headers)) headers[k.toLowerCase()] = v;
+  const payloadHash = sha256(input.body);
   headers.host = input.host;
   headers['x-amz-date'] = stamp;
+  // Optional for DynamoDB; the AWS SDK sends and signs it too.
+  headers['x-amz-content-sha256'] = payloadHash;
   if (input.credentials.sessionToken) headers['x-amz-security-token'] = input.credentials.sessionToken;
   const names = Object.keys(headers).sort();
   const canonicalHeaders = names.map((n) => `${n}:${headers[n].trim().replace(/\s+/g, ' ')}\n`).join('');
@@ -78,7 +81,7 @@ export function signRequest(input: SignInput): Record<string, string> {
     '',
     canonicalHeaders,
     signedHeaders,
-    sha256(input.body),
+    payloadHash,
   ].join('\n');
   const scope = `${day}/${input.region}/${input.service}/aws4_request`;
   const stringToSign = ['AWS4-HMAC-SHA256', stamp, scope, sha256(canonicalRequest)].join('\n');
