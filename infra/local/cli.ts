@@ -1,9 +1,11 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { authStore } from '../../shared/auth/store';
 import { resetConfig } from '../../shared/platform/config';
-import { resetDocumentClient } from '../../shared/platform/db/client';
+import { resetDocumentClient, setFallbackCredentials } from '../../shared/platform/db/client';
+import type { Credentials } from '../../shared/platform/db/sigv4';
 import { addBalance } from '../../shared/usage/balance';
 import { ensureTable, runningStoreEndpoint, startLocalStore } from './store';
 
@@ -27,7 +29,9 @@ async function connect(opts: { table?: string; region?: string; dataDir?: string
     if (opts.region) process.env.AWS_REGION = opts.region;
     delete process.env.LOUPE_DYNAMODB_ENDPOINT;
     resetConfig();
-    resetDocumentClient();
+    // Credentials as the AWS CLI finds them (environment, profiles, SSO, …): the SDK's default chain.
+    const sdk = new DynamoDBClient({ region: opts.region ?? process.env.AWS_REGION });
+    setFallbackCredentials(() => sdk.config.credentials() as Promise<Credentials>);
     return { close: async () => resetDocumentClient() };
   }
   const dataDir = resolve(opts.dataDir ?? process.env.LOUPE_DATA_DIR ?? '.data');

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awsCredentials, regionalEndpoint } from '../../shared/platform/db/client';
+import { awsCredentials, regionalEndpoint, setFallbackCredentials } from '../../shared/platform/db/client';
 import { DocumentClient, DynamoDBError, errorName } from '../../shared/platform/db/document';
 import { backoffMs, httpStoreCall } from '../../shared/platform/db/http-call';
 import { signRequest } from '../../shared/platform/db/sigv4';
@@ -97,12 +97,17 @@ describe('endpoints and credentials', () => {
       process.env.AWS_ACCESS_KEY_ID = 'A1';
       process.env.AWS_SECRET_ACCESS_KEY = 'S1';
       process.env.AWS_SESSION_TOKEN = 'T1';
-      const creds = awsCredentials('us-east-1');
+      const creds = awsCredentials();
       expect(await creds()).toEqual({ accessKeyId: 'A1', secretAccessKey: 'S1', sessionToken: 'T1' });
       process.env.AWS_ACCESS_KEY_ID = 'A2';
       delete process.env.AWS_SESSION_TOKEN;
       expect(await creds()).toEqual({ accessKeyId: 'A2', secretAccessKey: 'S1', sessionToken: undefined });
+      delete process.env.AWS_ACCESS_KEY_ID;
+      await expect(creds()).rejects.toThrow(/No AWS credentials/);
+      setFallbackCredentials(async () => ({ accessKeyId: 'P', secretAccessKey: 'Q' }));
+      expect(await creds()).toEqual({ accessKeyId: 'P', secretAccessKey: 'Q' });
     } finally {
+      setFallbackCredentials(undefined);
       process.env = saved;
     }
   });

@@ -29,9 +29,7 @@ export function documentClient(): DocumentClient {
   if (!region) throw new Error('AWS_REGION is not set: the DynamoDB region is unknown.');
   const endpoint = cfg.LOUPE_DYNAMODB_ENDPOINT ?? regionalEndpoint(region);
   const credentials =
-    cfg.runtime === 'local' && cfg.LOUPE_DYNAMODB_ENDPOINT
-      ? async () => LOCAL_CREDENTIALS
-      : awsCredentials(region);
+    cfg.runtime === 'local' && cfg.LOUPE_DYNAMODB_ENDPOINT ? async () => LOCAL_CREDENTIALS : awsCredentials();
   doc = new DocumentClient(httpStoreCall({ endpoint, region, credentials }));
   return doc;
 }
@@ -69,13 +67,23 @@ export function regionalEndpoint(region: string, env: NodeJS.ProcessEnv = proces
   return `https://${service}.${region}.${suffix}`;
 }
 
+let fallbackCredentials: (() => Promise<Credentials>) | undefined;
+
+/**
+ * Where credentials come from when the environment has none: the operator tool (infra/local/cli.ts)
+ * passes the AWS SDK's default provider chain (profiles, SSO, …). Functions never need it: Lambda puts
+ * the role's credentials in the environment, so no SDK credential code is bundled into them.
+ */
+export function setFallbackCredentials(provider: (() => Promise<Credentials>) | undefined): void {
+  fallbackCredentials = provider;
+  resetDocumentClient();
+}
+
 /**
  * Credentials in AWS: Lambda puts the function role's in the environment (AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), read on each call. Elsewhere (the operator tool on a
- * laptop, with profiles or SSO) the AWS SDK's own default provider chain is loaded on first use.
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), read on each call; elsewhere the fallback provider.
  */
-export function awsCredentials(region: string): () => Promise<Credentials> {
-  let chain: Promise<() => Promise<Credentials>> | undefined;
+export function awsCredentials(): () => Promise<Credentials> {
   return async () => {
     const env = process.env;
     if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)
@@ -84,10 +92,7 @@ export function awsCredentials(region: string): () => Promise<Credentials> {
         secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
         sessionToken: env.AWS_SESSION_TOKEN || undefined,
       };
-    chain ??= import('@aws-sdk/client-dynamodb').then(({ DynamoDBClient }) => {
-      const provider = new DynamoDBClient({ region }).config.credentials;
-      return () => provider() as Promise<Credentials>;
-    });
-    return (await chain)();
+    if (fallbackCredentials) return fallbackCredentials();
+    throw new Error('No AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set.');
   };
 }
