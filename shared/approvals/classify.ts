@@ -1,6 +1,6 @@
 /**
  * Statement classification for query approval, on the read-only guard's parsers (libpg-query for
- * PostgreSQL, sqlparser-rs / node-sql-parser for the others). Unlike the guard's own
+ * PostgreSQL; sqlparser-rs and node-sql-parser for the others, as the guard uses them). Unlike the guard's own
  * `classifyStatement`, structural refusals (stacked statements, executable comments, unparseable
  * text) are errors here, and a write is verified to be exactly one statement (the guard refuses a
  * non-read at its first keyword, before counting statements).
@@ -8,7 +8,7 @@
  * - 'read' exactly when `assertReadOnly` accepts the text (same parser, same token checks); an
  *   approved read then runs through the read-only path, where the catalog's function rule applies.
  * - Otherwise 'write', after assertSingleStatement (single-statement.ts) verified it is exactly one
- *   statement. MongoDB: a `$out`/`$merge`-style query is a 'write'; text that is not a MongoDB query
+ *   statement on the dialect's real grammar (libpg-query; sqlparser-rs for the others). MongoDB: a `$out`/`$merge`-style query is a 'write'; text that is not a MongoDB query
  *   throws the guard's error.
  */
 import type { DbType } from '../connections/drivers/types';

@@ -1,17 +1,21 @@
 /**
- * Exactly one statement, verified the way the read-only guard verifies: the dialect-aware tokenizer,
- * under every reading of strings and comments the server might use, finds no second statement, no
- * MySQL executable comment and nothing unterminated, and the real parser (node-sql-parser) parses
- * the text as exactly one statement. Anything else throws the guard's 400 READ_ONLY_VIOLATION
+ * Exactly one statement, verified on the read-only guard's parsers: PostgreSQL's own grammar
+ * (libpg-query) for PostgreSQL, sqlparser-rs (MySQL dialect for MySQL and MariaDB, MsSql, SQLite)
+ * for the others, each loaded on first use. Next to the parser, the guard's dialect-aware tokenizer
+ * must find no second statement under any reading of strings and comments the server might use and
+ * no MySQL executable comment. Anything else throws the guard's 400 READ_ONLY_VIOLATION
  * (statementType MULTIPLE_STATEMENTS, EXECUTABLE_COMMENT, UNPARSEABLE).
  *
- * Query approval runs this on every write whatever classifier is in use: the guard's reads are
- * single statements by construction, but a statement that is not a read is refused by the guard at
- * its first keyword, before any counting.
+ * Query approval runs this on every write: the guard's reads are single statements by construction,
+ * but a statement that is not a read is refused by the guard at its first keyword, before counting.
  */
 import type { DbType } from '../connections/drivers/types';
-import { readOnlyViolation } from '../connections/sql-guard';
+import { readOnlyViolation } from '../connections/guard/errors';
+import { loadPgParser, pgStatements, statementTypeOf } from '../connections/guard/pg';
+import { loadSqlparser, type SqlparserDialect } from '../connections/guard/sqlparser';
 import { type Dialect, interpretations, lex } from '../connections/sql-lexer';
+import { multiple, unparseable } from './refusals';
+import { oneSqlparserStatement } from './sqlparser-statement';
 
 /** Refusals that say the text is not one verifiable statement (never a mere "this is a write"). */
 export const STRUCTURAL = new Set(['MULTIPLE_STATEMENTS', 'EXECUTABLE_COMMENT', 'UNPARSEABLE', 'TOO_DEEP']);
@@ -24,72 +28,55 @@ const dialectOf: Record<SqlType, Dialect> = {
   MSSQL: 'mssql',
   SQLITE: 'sqlite',
 };
-const parserDatabase: Record<SqlType, string> = {
-  POSTGRES: 'PostgresQL',
-  MYSQL: 'MySQL',
-  MARIADB: 'MariaDB',
-  MSSQL: 'TransactSQL',
-  SQLITE: 'Sqlite',
-};
-const parserModules: Record<SqlType, () => Promise<unknown>> = {
-  POSTGRES: () => import('node-sql-parser/build/postgresql'),
-  MYSQL: () => import('node-sql-parser/build/mysql'),
-  MARIADB: () => import('node-sql-parser/build/mariadb'),
-  MSSQL: () => import('node-sql-parser/build/transactsql'),
-  SQLITE: () => import('node-sql-parser/build/sqlite'),
-};
-type Parser = { astify(sql: string, opt: { database: string }): unknown };
-type ParserModule = { Parser: new () => Parser };
-const parsers = new Map<SqlType, Parser>();
 
-async function parserFor(type: SqlType): Promise<Parser> {
-  const known = parsers.get(type);
-  if (known) return known;
-  const mod = (await parserModules[type]()) as ParserModule & { default?: ParserModule };
-  const Ctor = mod.Parser ?? mod.default?.Parser;
-  const p = new Ctor();
-  parsers.set(type, p);
-  return p;
+/** Returns the statement's type (upper case, e.g. UPDATE), or throws the guard's 400. */
+export async function assertSingleStatement(type: SqlType, text: string): Promise<string> {
+  const dialect = dialectOf[type];
+  assertTokens(dialect, text);
+  if (dialect === 'pg') {
+    await loadPgParser();
+    return onePgStatement(text);
+  }
+  await loadSqlparser();
+  return oneSqlparserStatement(dialect as SqlparserDialect, text);
 }
 
-const multiple = () =>
-  readOnlyViolation(
-    'MULTIPLE_STATEMENTS',
-    'Only one statement can run at a time; remove the extra statements.',
-  );
-
-/** Returns the parsed statement's type (upper case), or throws the guard's 400. */
-export async function assertSingleStatement(type: Exclude<DbType, 'MONGODB'>, text: string): Promise<string> {
-  const sqlType = type;
-  const readings = interpretations(dialectOf[sqlType]).map((opts) => lex(text, opts));
+/**
+ * The tokenizer's checks, under every reading of the text (guard/sql-lexer.ts): no executable
+ * comment; nothing but `;` after the first `;`. The server's own reading (the first) must end every
+ * string, identifier and comment; another reading may leave one open only where it has no `;` (the
+ * server would then read one statement and fail on it, never run a second one).
+ */
+function assertTokens(dialect: Dialect, text: string): void {
+  if (text.includes('\u0000'))
+    throw readOnlyViolation('UNPARSEABLE', 'The statement contains a NUL character.');
+  const readings = interpretations(dialect).map((opts) => lex(text, opts));
   if (readings.some((r) => r.executableComment))
     throw readOnlyViolation(
       'EXECUTABLE_COMMENT',
       'MySQL executable comments (/*! … */) are not allowed: the server runs their contents.',
     );
-  if (readings.some((r) => r.unterminated))
-    throw readOnlyViolation(
-      'UNPARSEABLE',
-      'The statement has an unterminated string, identifier or comment.',
-    );
-  for (const r of readings) {
-    const semi = r.tokens.findIndex((t) => t.kind === 'punct' && t.value === ';');
-    if (semi >= 0 && r.tokens.slice(semi).some((t) => !(t.kind === 'punct' && t.value === ';')))
-      throw multiple();
-  }
-  let asts: unknown[];
+  const isSemi = (t: { kind: string; value: string }) => t.kind === 'punct' && t.value === ';';
+  readings.forEach((r, i) => {
+    const semi = r.tokens.findIndex(isSemi);
+    if (semi >= 0 && r.tokens.slice(semi).some((t) => !isSemi(t))) throw multiple();
+    if (r.unterminated && (i === 0 || semi >= 0))
+      throw readOnlyViolation(
+        'UNPARSEABLE',
+        'The statement has an unterminated string, identifier or comment.',
+      );
+  });
+}
+
+function onePgStatement(text: string): string {
+  let stmts: Record<string, unknown>[];
   try {
-    const ast = (await parserFor(sqlType)).astify(text, { database: parserDatabase[sqlType] });
-    asts = (Array.isArray(ast) ? ast : [ast]).filter((a) => a != null);
+    stmts = pgStatements(text);
   } catch (e) {
-    const reason = (e instanceof Error ? e.message : String(e)).slice(0, 300);
-    throw readOnlyViolation(
-      'UNPARSEABLE',
-      `The statement could not be verified as a single statement: the ${parserDatabase[sqlType]} parser rejected it (${reason}). Only statements the parser can verify are run.`,
-      { reason },
-    );
+    throw unparseable("PostgreSQL's parser", e);
   }
-  if (asts.length !== 1) throw multiple();
-  const astType = (asts[0] as { type?: unknown }).type;
-  return typeof astType === 'string' ? astType.toUpperCase() : 'UNKNOWN';
+  if (stmts.length === 0) throw readOnlyViolation('UNPARSEABLE', 'The statement is empty.');
+  if (stmts.length !== 1) throw multiple();
+  const [node] = Object.keys(stmts[0]);
+  return node ? statementTypeOf(node) : 'UNKNOWN';
 }

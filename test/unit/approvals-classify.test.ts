@@ -26,6 +26,15 @@ describe('classifyStatement (CONTRACTS.md): one statement, read or write, by the
     ['SQLITE', 'DELETE FROM t WHERE id = 1', 'write', 'DELETE'],
     ['MSSQL', 'UPDATE t SET a = 1', 'write', 'UPDATE'],
     ['MONGODB', '{"collection":"a","filter":{}}', 'read', 'MONGO'],
+    // Writes the node-sql-parser grammars could not read, verified on the guard's own grammars.
+    ['POSTGRES', 'DELETE FROM t USING u WHERE t.id = u.id', 'write', 'DELETE'],
+    ['POSTGRES', 'INSERT INTO t (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET a = 2', 'write', 'INSERT'],
+    ['POSTGRES', 'WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d', 'write', 'DELETE'],
+    ['POSTGRES', 'SELECT * FROM t FOR UPDATE', 'write', 'LOCKING_READ'],
+    ['MARIADB', 'UPDATE a JOIN b ON a.id = b.id SET a.x = b.x', 'write', 'UPDATE'],
+    ['MARIADB', 'WITH x AS (SELECT 1 AS id) UPDATE t JOIN x ON t.id = x.id SET t.a = 1', 'write', 'UPDATE'],
+    ['SQLITE', 'INSERT INTO t (id) VALUES (1) ON CONFLICT(id) DO UPDATE SET a = 2', 'write', 'INSERT'],
+    ['MSSQL', 'MERGE t USING u ON t.id = u.id WHEN MATCHED THEN DELETE;', 'write', 'MERGE'],
   ])('%s %s → %s', async (type, text, kind, statementType) => {
     expect(await classifyStatement(type, text)).toEqual({ kind, statementType });
   });
@@ -37,9 +46,10 @@ describe('classifyStatement (CONTRACTS.md): one statement, read or write, by the
     // Under standard_conforming_strings off the backslash escapes the quote: a second statement appears.
     ['POSTGRES', "UPDATE t SET a = '\\'; DROP TABLE t; --'", 'MULTIPLE_STATEMENTS'],
     ['POSTGRES', "UPDATE t SET a = 'open", 'UNPARSEABLE'],
-    // What the parser cannot verify does not run (the PostgreSQL parser lacks these forms).
-    ['POSTGRES', 'WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d', 'UNPARSEABLE'],
-    ['POSTGRES', 'SELECT * FROM t FOR UPDATE', 'UNPARSEABLE'],
+    ['POSTGRES', 'DELETE FROM t USING u WHERE t.id = u.id; DELETE FROM u', 'MULTIPLE_STATEMENTS'],
+    // What the parser cannot verify does not run.
+    ['POSTGRES', 'UPDATE t SET a = 1 DELETE FROM t', 'UNPARSEABLE'],
+    ['MSSQL', 'DELETE FROM t COMMIT', 'MULTIPLE_STATEMENTS'],
     ['MARIADB', 'UPDATE t SET a = 1 /*! ; DROP TABLE t */', 'EXECUTABLE_COMMENT'],
     ['MARIADB', "INSERT INTO t VALUES ('a\\'; DROP TABLE t; -- ')", 'MULTIPLE_STATEMENTS'],
     ['SQLITE', 'UPDATE t SET a = 1; DETACH x', 'MULTIPLE_STATEMENTS'],

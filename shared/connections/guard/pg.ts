@@ -46,7 +46,7 @@ const describeKind = (node: string) =>
     .toUpperCase();
 
 /** `InsertStmt` → INSERT, `VariableSetStmt` → SET … for the statementType of a refusal. */
-function statementTypeOf(node: string): string {
+export function statementTypeOf(node: string): string {
   const known: Record<string, string> = {
     InsertStmt: 'INSERT',
     UpdateStmt: 'UPDATE',
@@ -82,10 +82,15 @@ const notARead = (kind: string) =>
     `Only read statements can run here; this is ${article(kind)} ${kind.replace(/_/g, ' ')} statement.`,
   );
 
-function parsePg(text: string): Record<string, unknown>[] {
+/** The statements PostgreSQL's grammar reads in `text`; throws the parser's own error. */
+export function pgStatements(text: string): Record<string, unknown>[] {
   if (!parser) throw new Error('The PostgreSQL parser is not loaded.');
+  return (parser.parseSync(text).stmts ?? []).map((s) => s.stmt ?? {});
+}
+
+function parsePg(text: string): Record<string, unknown>[] {
   try {
-    return (parser.parseSync(text).stmts ?? []).map((s) => s.stmt ?? {});
+    return pgStatements(text);
   } catch (e) {
     const reason = (e instanceof Error ? e.message : String(e)).slice(0, 300);
     throw readOnlyViolation(

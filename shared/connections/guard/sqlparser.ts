@@ -23,6 +23,12 @@ export async function loadSqlparser(): Promise<void> {
 
 export const sqlparserLoaded = () => parseFn !== undefined;
 
+/** The statements sqlparser-rs reads in `text` for `dialect`; throws the parser's own error. */
+export function sqlparserStatements(dialect: SqlparserDialect, text: string): Record<string, unknown>[] {
+  if (!parseFn) throw new Error('sqlparser-rs is not loaded.');
+  return parseFn(text, dialect) as Record<string, unknown>[];
+}
+
 const WRITES = new Set([
   'Insert',
   'Update',
@@ -59,8 +65,7 @@ export interface SqlparserRead {
  * AppError) when it cannot parse, and READ_ONLY_VIOLATION when it parses to something else.
  */
 export function checkWithSqlparser(dialect: SqlparserDialect, text: string): SqlparserRead {
-  if (!parseFn) throw new Error('sqlparser-rs is not loaded.');
-  const stmts = parseFn(text, dialect) as Record<string, unknown>[];
+  const stmts = sqlparserStatements(dialect, text);
   if (stmts.length !== 1)
     throw readOnlyViolation(
       'MULTIPLE_STATEMENTS',
