@@ -127,7 +127,7 @@ describe('a stack with every deployment setting', () => {
       env: { account: '123456789012', region: 'eu-west-1' },
     });
     template = Template.fromStack(stack);
-  });
+  }, 300_000); // bundles all 21 functions: a minute or more on a busy 2-core machine
   afterAll(() => {
     if (bundleRoot) rmSync(bundleRoot, { recursive: true, force: true });
   });

@@ -85,7 +85,7 @@ beforeAll(async () => {
 afterAll(() => {
   httpGroups.splice(httpGroups.indexOf(streamGroup), 1);
   if (bundleRoot) rmSync(bundleRoot, { recursive: true, force: true });
-});
+}, 300_000); // bundles all 21 functions: a minute or more on a busy 2-core machine
 
 describe('functions', () => {
   it('creates one nodejs24.x arm64 function per HTTP group and worker, named after it', () => {
