@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handler as webhookSweep } from '../../functions/workers/webhook-sweep';
 import { db } from '../../shared/platform/db/store';
+import { encryption } from '../../shared/platform/encryption';
 import { LocalEncryption } from '../../shared/platform/encryption/local';
 import { type EventType, outbox } from '../../shared/platform/events';
 import { newId, padSeq } from '../../shared/platform/ids';
@@ -306,6 +307,30 @@ describe('event webhooks: unsignable and overdue deliveries', () => {
     expect(await webhookSweep()).toMatchObject({ requeued: 0, purged: 1 });
     expect(await db.query({ pk: `ORG#${orgId}#WH#${e.id}` })).toEqual([]);
     expect(requestsTo('/gone')).toHaveLength(0);
+  });
+
+  it('a test that fails inside Loupe (the key service throttling) answers 500 and its delivery ends FAILED, not sent later', async () => {
+    const e = await create('/test-throttled', ['*']);
+    const enc = encryption();
+    const decrypt = enc.decrypt.bind(enc);
+    const spy = vi.spyOn(enc, 'decrypt').mockImplementation(async (ct, ctx) => {
+      if (ctx.webhookEndpointId === e.id)
+        throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+      return decrypt(ct, ctx);
+    });
+    try {
+      const t = await s.call('POST', `/webhooks/${e.id}/test`);
+      expect(t.status, t.text).toBe(500);
+      expect(t.text).not.toContain('Rate exceeded');
+    } finally {
+      spy.mockRestore();
+    }
+    const [d] = await deliveries(e.id);
+    expect(d).toMatchObject({ event: 'webhook.test', status: 'FAILED', attempts: 1, statusCode: null });
+    expect(d.error).toMatch(/^The test could not be sent/);
+    expect(await webhookSweep()).toMatchObject({ requeued: 0, failed: 0 });
+    await sleep(800);
+    expect(requestsTo('/test-throttled')).toHaveLength(0);
   });
 
   it('every request the receiver got verified with the secret the endpoint had then', () => {
