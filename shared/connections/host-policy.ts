@@ -18,6 +18,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP, Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { config } from '../platform/config';
+import { embeddedIPv4 } from '../platform/embedded-ipv4';
 
 export class HostRefusedError extends Error {
   readonly code = 'LOUPE_HOST_REFUSED';
@@ -67,9 +68,14 @@ export function parseCidrs(list: string | undefined, name = 'CIDR list'): Cidr[]
   return out;
 }
 
+/** The IPv4 address an IPv6 address carries in the given form (embeddedIPv4), else undefined. */
+const carried = (a: ipaddr.IPv4 | ipaddr.IPv6, form: 'ipv4Mapped' | 'ipv4Compatible') => {
+  const e = a.kind() === 'ipv6' ? embeddedIPv4(a as ipaddr.IPv6) : undefined;
+  return e?.form === form ? e.address : undefined;
+};
+
 /** IPv4-mapped IPv6 addresses are treated as the IPv4 address they carry. */
-const normalize = (a: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 =>
-  a.kind() === 'ipv6' && (a as ipaddr.IPv6).isIPv4MappedAddress() ? (a as ipaddr.IPv6).toIPv4Address() : a;
+const normalize = (a: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 => carried(a, 'ipv4Mapped') ?? a;
 
 const inAny = (a: ipaddr.IPv4 | ipaddr.IPv6, cidrs: Cidr[]) =>
   cidrs.some(([net, bits]) => net.kind() === a.kind() && a.match(net as never, bits));
@@ -87,8 +93,6 @@ const DENIED_V6 = new Set([
 ]);
 /** AWS instance metadata over IPv6, inside the otherwise allowed unique-local range. */
 const METADATA_V6 = ipaddr.parse('fd00:ec2::254') as ipaddr.IPv6;
-/** IPv4-compatible ::a.b.c.d (deprecated): judged by the IPv4 address it carries. */
-const COMPAT_V6: Cidr = [ipaddr.parse('::') as ipaddr.IPv6, 96];
 
 /** Why an address is refused under the current policy, or undefined when it is allowed. */
 export function addressRefusal(address: string, mode: HostPolicyMode = hostPolicyMode()): string | undefined {
@@ -106,8 +110,9 @@ export function addressRefusal(address: string, mode: HostPolicyMode = hostPolic
   if (parsed.kind() === 'ipv6') {
     const v6 = parsed as ipaddr.IPv6;
     if (v6.toNormalizedString() === METADATA_V6.toNormalizedString()) return 'metadata';
-    if (v6.match(COMPAT_V6[0] as ipaddr.IPv6, COMPAT_V6[1]) && !v6.toNormalizedString().endsWith(':0:0'))
-      return addressRefusal(ipaddr.fromByteArray(v6.toByteArray().slice(12)).toString(), mode);
+    // IPv4-compatible ::a.b.c.d (deprecated): judged by the IPv4 address it carries.
+    const compatible = carried(v6, 'ipv4Compatible');
+    if (compatible) return addressRefusal(compatible.toString(), mode);
     const range = v6.range();
     return DENIED_V6.has(range) ? range : undefined;
   }

@@ -1,4 +1,5 @@
 import ipaddr from 'ipaddr.js';
+import { embeddedIPv4 } from '../platform/embedded-ipv4';
 
 /**
  * Address classification for outbound requests, on top of ipaddr.js's special-range tables (no range
@@ -22,32 +23,23 @@ function classifyV4(a: ipaddr.IPv4): AddressVerdict {
   return { public: range === 'unicast', range };
 }
 
-/** The IPv4 addresses an IPv6 address carries in a transition form, or undefined when it is not one. */
-function embeddedV4(a: ipaddr.IPv6, range: string): ipaddr.IPv4[] | undefined {
+/** The IPv4 addresses 6to4 and Teredo carry (the other transition forms: embeddedIPv4). */
+function tunnelledV4(a: ipaddr.IPv6, range: string): ipaddr.IPv4[] | undefined {
   const bytes = a.toByteArray();
-  switch (range) {
-    case 'ipv4Mapped': // ::ffff:a.b.c.d
-    case 'rfc6145': // ::ffff:0:a.b.c.d
-      return [fromBytes(bytes.slice(12, 16))];
-    case 'rfc6052': // 64:ff9b::a.b.c.d and 64:ff9b:1::/48 (RFC 8215, local use: address at the end too)
-      return [fromBytes(bytes.slice(12, 16))];
-    case '6to4': // 2002:AABB:CCDD::/48
-      return [fromBytes(bytes.slice(2, 6))];
-    case 'teredo': // 2001:0:SSSS:SSSS:flags:port:~CCCC:~CCCC (server, and the client obfuscated)
-      return [fromBytes(bytes.slice(4, 8)), fromBytes(bytes.slice(12, 16).map((x) => x ^ 0xff))];
-    default:
-      // IPv4-compatible ::a.b.c.d (deprecated; ipaddr.js calls these `unicast`, except :: and ::1)
-      if (bytes.slice(0, 12).every((x) => x === 0)) return [fromBytes(bytes.slice(12, 16))];
-      return undefined;
-  }
+  if (range === '6to4') return [fromBytes(bytes.slice(2, 6))]; // 2002:AABB:CCDD::/48
+  // 2001:0:SSSS:SSSS:flags:port:~CCCC:~CCCC (server, and the client obfuscated)
+  if (range === 'teredo')
+    return [fromBytes(bytes.slice(4, 8)), fromBytes(bytes.slice(12, 16).map((x) => x ^ 0xff))];
+  return undefined;
 }
 
 function classifyV6(a: ipaddr.IPv6): AddressVerdict {
   const range = a.range();
   if (range === 'unspecified' || range === 'loopback') return { public: false, range };
-  const carried = embeddedV4(a, range);
+  const embedded = embeddedIPv4(a);
+  const carried = embedded ? [embedded.address] : tunnelledV4(a, range);
   if (carried) {
-    const name = range === 'unicast' ? 'ipv4Compatible' : range;
+    const name = embedded ? embedded.form : range;
     const bad = carried.map(classifyV4).find((v) => !v.public);
     if (bad) return { public: false, range: `${name}(${bad.range})` };
     return { public: true, range: name };

@@ -1,6 +1,6 @@
 import { OutboundFailed, OutboundRefused, sendOutbound } from '../outbound';
 import { config } from '../platform/config';
-import { encryption } from '../platform/encryption';
+import { DecryptionFailed, encryption } from '../platform/encryption';
 import { logger } from '../platform/logger';
 import {
   type DeliveryMessage,
@@ -9,23 +9,64 @@ import {
   MAX_ATTEMPTS,
   retryDelayMs,
 } from './schedule';
-import { secretContext, signedHeaders } from './signing';
+import { SECRET_PREFIX, secretContext, signedHeaders } from './signing';
 import { type DeliveryRecord, type EndpointRecord, webhookStore } from './store';
 
 /** Bytes of the receiver's answer that are read (the rest is discarded; only the status matters). */
 const MAX_RESPONSE_BYTES = 4096;
 
-/** The secrets that sign now: the current one, and the previous one during the 24 h after a rotation. */
-export async function signingSecrets(endpoint: EndpointRecord, now = Date.now()): Promise<string[]> {
-  const ctx = secretContext(endpoint.orgId, endpoint.id);
-  const out = [await encryption().decrypt(endpoint.secretEnc, ctx)];
+/** The error of a delivery that cannot be signed (it names no part of the secret or its ciphertext). */
+export const UNSIGNABLE_ERROR =
+  "Not sent: the endpoint's signing secret cannot be decrypted, so the event cannot be signed (not retried). " +
+  'Rotate the secret (PATCH the endpoint with rotateSecret: true) to deliver later events.';
+
+/**
+ * Decrypts a stored signing secret. Undefined, with a warning that carries neither the secret nor its
+ * ciphertext, when it will never decrypt (DecryptionFailed) or is not a `whsec_` secret; any other
+ * failure (the key service unreachable or throttling) is thrown, for the queue to try again.
+ */
+export async function openSecret(
+  endpoint: EndpointRecord,
+  ciphertext: string,
+  which: 'current' | 'previous',
+): Promise<string | undefined> {
+  let reason: string;
+  try {
+    const secret = await encryption().decrypt(ciphertext, secretContext(endpoint.orgId, endpoint.id));
+    if (secret.startsWith(SECRET_PREFIX)) return secret;
+    reason = 'not a webhook secret';
+  } catch (e) {
+    if (!(e instanceof DecryptionFailed)) throw e;
+    reason = e.message;
+  }
+  logger().warn('webhook signing secret cannot be used', {
+    orgId: endpoint.orgId,
+    endpointId: endpoint.id,
+    secret: which,
+    reason,
+  });
+  return undefined;
+}
+
+/**
+ * The secrets that sign now: the current one, and the previous one during the 24 h after a rotation
+ * (left out when it cannot be used). Undefined when the current one cannot be used.
+ */
+export async function signingSecrets(
+  endpoint: EndpointRecord,
+  now = Date.now(),
+): Promise<string[] | undefined> {
+  const current = await openSecret(endpoint, endpoint.secretEnc, 'current');
+  if (current === undefined) return undefined;
   if (
     endpoint.previousSecretEnc &&
     endpoint.previousSecretUntil &&
     Date.parse(endpoint.previousSecretUntil) > now
-  )
-    out.push(await encryption().decrypt(endpoint.previousSecretEnc, ctx));
-  return out;
+  ) {
+    const previous = await openSecret(endpoint, endpoint.previousSecretEnc, 'previous');
+    if (previous !== undefined) return [current, previous];
+  }
+  return [current];
 }
 
 export interface AttemptResult {
@@ -77,8 +118,8 @@ export async function attemptDelivery(
       durationMs: sent.durationMs,
     });
   } catch (e) {
-    // Not a delivery outcome (decryption, the store): free the claim so that the queue's redelivery of
-    // this message can make the attempt again at once, then let the queue retry it.
+    // Not a delivery outcome (the key service or the store failing): free the claim so that the queue's
+    // redelivery of this message can make the attempt again at once, then let the queue retry it.
     await webhookStore.releaseAttempt(endpoint.orgId, endpoint.id, seq, n).catch(() => undefined);
     throw e;
   }
@@ -103,9 +144,14 @@ export async function attemptDelivery(
   return { delivery: updated, success, error };
 }
 
-/** Signs and sends one attempt; the outcome, or a throw for anything that is not a delivery outcome. */
+/**
+ * Signs and sends one attempt; the outcome, or a throw for anything that is not a delivery outcome. A
+ * secret that can never be used is an outcome: nothing is sent and it is not retried.
+ */
 async function send(endpoint: EndpointRecord, d: DeliveryRecord, start: number, timeoutMs: number) {
   const secrets = await signingSecrets(endpoint, start);
+  if (!secrets)
+    return { statusCode: null, durationMs: Date.now() - start, retryable: false, error: UNSIGNABLE_ERROR };
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'Loupe-Webhooks/1.0',

@@ -49,13 +49,17 @@ export interface DeliveryRecord {
   error: string | null;
   durationMs: number | null;
   createdAt: string;
+  /** Times the sweep queued this delivery again since its last recorded outcome (see overdue.ts). */
+  recoveries?: number;
 }
 
 /**
  * Items:
  *  ORG#o / WEBHOOK#<id>             an endpoint; `deliveryCount` is its delivery sequence counter
  *  ORG#o / WEBHOOKCOUNT             `endpoints`: how many endpoints exist (the 20-per-org limit)
- *  ORG#o#WH#<id> / SEQ#<seq>        one delivery (a page of the log is one range Query, newest first)
+ *  ORG#o#WH#<id> / SEQ#<seq>        one delivery (a page of the log is one range Query, newest first);
+ *                                   while PENDING it carries gsi1pk WEBHOOKS#DUE, gsi1sk <due>#o#<id>#<seq>
+ *                                   (when its next attempt is due: read by the sweep, overdue.ts)
  *  ORG#o#WH#<id> / EVT#<eventId>    the fan-out guard: one delivery per (event, endpoint)
  */
 const orgPk = (orgId: string) => `ORG#${orgId}`;
@@ -66,6 +70,18 @@ const seqSk = (seq: number) => `SEQ#${padSeq(seq)}`;
 const guardSk = (eventId: string) => `EVT#${eventId}`;
 /** Fan-out guards are only needed while an event can still be fanned out again (the outbox keeps 30 days). */
 const GUARD_TTL_SECONDS = 35 * 86_400;
+/** The sparse index of pending deliveries, ordered by when their next attempt is due (all organizations). */
+const DUE_PK = 'WEBHOOKS#DUE';
+const dueSk = (dueIso: string, orgId: string, endpointId: string, seq: number) =>
+  `${dueIso}#${orgId}#${endpointId}#${padSeq(seq)}`;
+const dueIndex = (dueIso: string, orgId: string, endpointId: string, seq: number) => ({
+  gsi1pk: DUE_PK,
+  gsi1sk: dueSk(dueIso, orgId, endpointId, seq),
+});
+const notDue = { gsi1pk: undefined, gsi1sk: undefined };
+/** An overdue delivery as the sweep read it: still pending, due as read, and no attempt holding it. */
+const OVERDUE_CONDITION =
+  '#s = :pending AND gsi1sk = :due AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)';
 
 const asEndpoint = (item: Record<string, unknown>) => {
   const { type: _t, ...rest } = strip(item);
@@ -181,10 +197,16 @@ export const webhookStore = {
     return Number(g?.seq ?? seq);
   },
 
-  /** Writes a new delivery; false when that sequence number already holds one. */
+  /** Writes a new delivery (due at once); false when that sequence number already holds one. */
   async putDelivery(d: DeliveryRecord): Promise<boolean> {
     return db.put(
-      { pk: logPk(d.orgId, d.endpointId), sk: seqSk(d.seq), type: 'webhook-delivery', ...d },
+      {
+        pk: logPk(d.orgId, d.endpointId),
+        sk: seqSk(d.seq),
+        type: 'webhook-delivery',
+        ...d,
+        ...(d.status === 'PENDING' ? dueIndex(d.createdAt, d.orgId, d.endpointId, d.seq) : {}),
+      },
       { ifAbsent: true },
     );
   },
@@ -226,7 +248,10 @@ export const webhookStore = {
     return item ? asDelivery(item) : undefined;
   },
 
-  /** Records the outcome of attempt `n` (only once, and only while it is the attempt in progress). */
+  /**
+   * Records the outcome of attempt `n` (only once, and only while it is the attempt in progress): a
+   * delivery still PENDING is due again at `nextAttemptAt`, a finished one leaves the due index.
+   */
   async completeAttempt(
     orgId: string,
     endpointId: string,
@@ -237,10 +262,14 @@ export const webhookStore = {
       'status' | 'statusCode' | 'deliveredAt' | 'nextAttemptAt' | 'error' | 'durationMs'
     >,
   ): Promise<DeliveryRecord | undefined> {
+    const due =
+      outcome.status === 'PENDING' && outcome.nextAttemptAt
+        ? dueIndex(outcome.nextAttemptAt, orgId, endpointId, seq)
+        : notDue;
     const item = await db.patch(
       logPk(orgId, endpointId),
       seqSk(seq),
-      { ...outcome, completed: n, leaseUntil: 0 },
+      { ...outcome, completed: n, leaseUntil: 0, recoveries: undefined, ...due },
       {
         condition: 'attempts = :n AND completed < :n',
         values: { ':n': n },
@@ -265,9 +294,56 @@ export const webhookStore = {
     await db.patch(
       logPk(orgId, endpointId),
       seqSk(seq),
-      { status: 'FAILED', error, nextAttemptAt: null },
+      { status: 'FAILED', error, nextAttemptAt: null, ...notDue },
       { condition: '#s = :pending', names: { '#s': 'status' }, values: { ':pending': 'PENDING' } },
     );
+  },
+
+  // ---- the sweep of overdue deliveries (overdue.ts) ----
+
+  /** Pending deliveries of every organization due before `beforeIso`, longest overdue first (one Query). */
+  async overdue(beforeIso: string, limit: number): Promise<Array<{ delivery: DeliveryRecord; due: string }>> {
+    const items = await db.query({ pk: DUE_PK, index: 'gsi1', between: ['0', `${beforeIso}#~`], limit });
+    return items.map((i) => ({ delivery: asDelivery(i), due: String(i.gsi1sk) }));
+  },
+
+  /**
+   * Takes an overdue delivery for the sweep in one conditional write (still PENDING, still due as the
+   * sweep read it, no attempt holding it), counting the recovery and making it due again at `now`. The
+   * delivery, or undefined when a worker or another sweep moved it on meanwhile.
+   */
+  async takeOverdue(d: DeliveryRecord, due: string, now: number): Promise<DeliveryRecord | undefined> {
+    const item = await db.update({
+      pk: logPk(d.orgId, d.endpointId),
+      sk: seqSk(d.seq),
+      update: 'SET gsi1sk = :next, recoveries = if_not_exists(recoveries, :zero) + :one',
+      condition: OVERDUE_CONDITION,
+      names: { '#s': 'status' },
+      values: {
+        ':next': dueSk(new Date(now).toISOString(), d.orgId, d.endpointId, d.seq),
+        ':zero': 0,
+        ':one': 1,
+        ':pending': 'PENDING',
+        ':due': due,
+        ':now': now,
+      },
+    });
+    return item ? asDelivery(item) : undefined;
+  },
+
+  /** Ends an overdue delivery FAILED, under the same condition as takeOverdue; false when it moved on. */
+  async failOverdue(d: DeliveryRecord, due: string, now: number, error: string): Promise<boolean> {
+    const item = await db.patch(
+      logPk(d.orgId, d.endpointId),
+      seqSk(d.seq),
+      { status: 'FAILED', error, nextAttemptAt: null, ...notDue },
+      {
+        condition: OVERDUE_CONDITION,
+        names: { '#s': 'status' },
+        values: { ':pending': 'PENDING', ':due': due, ':now': now },
+      },
+    );
+    return item !== undefined;
   },
 
   /** Deliveries with sequence numbers lo..hi, newest first (one Query). */

@@ -8,7 +8,7 @@ import { AppError, conflict, notFound, validationError } from '../platform/error
 import { EVENT_TYPES, type OutboxEvent } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import type { WebhookEndpointCreate, WebhookEndpointUpdate } from './api';
-import { attemptDelivery } from './delivery';
+import { attemptDelivery, openSecret } from './delivery';
 import { ensureDelivery } from './fanout';
 import { ROTATION_OVERLAP_MS } from './schedule';
 import { last4Of, maskSecret, newSecret, secretContext } from './signing';
@@ -155,8 +155,11 @@ export async function updateWebhook(
     secret = newSecret();
     changes.secretEnc = await encryption().encrypt(secret, secretContext(ctx.orgId, id));
     changes.secretLast4 = last4Of(secret);
-    changes.previousSecretEnc = r.secretEnc;
-    changes.previousSecretUntil = new Date(Date.now() + ROTATION_OVERLAP_MS).toISOString();
+    // The old secret keeps signing for 24 h, unless it cannot be used (then only the new one signs).
+    const old = await openSecret(r, r.secretEnc, 'current');
+    changes.previousSecretEnc = old === undefined ? null : r.secretEnc;
+    changes.previousSecretUntil =
+      old === undefined ? null : new Date(Date.now() + ROTATION_OVERLAP_MS).toISOString();
   }
   let updatedAt = nowIso();
   if (updatedAt <= r.updatedAt) updatedAt = new Date(Date.parse(r.updatedAt) + 1).toISOString();
@@ -206,7 +209,13 @@ export async function testWebhook(ctx: AuthContext, id: string) {
   };
   const delivery = await ensureDelivery(r, event, { queue: false });
   if (!delivery) throw notFound('Webhook endpoint');
-  const result = await attemptDelivery(r, delivery.seq, 1, { maxAttempts: 1 });
+  const result = await attemptDelivery(r, delivery.seq, 1, { maxAttempts: 1 }).catch(async (e) => {
+    // Failed inside Loupe: the test is not tried again later (the caller gets the error now).
+    await webhookStore
+      .abandon(r.orgId, r.id, delivery.seq, 'The test could not be sent: it failed inside Loupe; try again.')
+      .catch(() => undefined);
+    throw e;
+  });
   if (!result) throw new Error('the test delivery could not be claimed');
   return { delivery: deliveryView(result.delivery), success: result.success, error: result.error };
 }

@@ -1,8 +1,9 @@
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { fanOutHealthChecks } from '../../shared/connections/health';
 import { db } from '../../shared/platform/db/store';
+import { encryption } from '../../shared/platform/encryption';
 import { type EventType, listEvents, outbox } from '../../shared/platform/events';
 import { eventSk } from '../../shared/platform/events/outbox';
 import { newId } from '../../shared/platform/ids';
@@ -634,8 +635,6 @@ describe('event webhooks', () => {
 
   it('an attempt that breaks before an outcome frees its claim and is made again by the redelivered message', async () => {
     const e = await create('/claim', ['*']);
-    const key = [`ORG#${s.app.orgId}`, `WEBHOOK#${e.id}`] as const;
-    const good = (await db.get(...key))!.secretEnc as string;
     const event = {
       id: newId(),
       orgId: s.app.orgId,
@@ -645,14 +644,25 @@ describe('event webhooks', () => {
     };
     const d = (await ensureDelivery((await webhookStore.get(s.app.orgId, e.id))!, event, { queue: false }))!;
     const msg = { orgId: s.app.orgId, endpointId: e.id, seq: d.seq, attempt: 1 };
-    // A ciphertext that does not decrypt: the worker throws (the queue will redeliver) and sends nothing.
-    await db.patch(...key, { secretEnc: `${good.slice(0, -6)}AAAAAA` });
-    await expect(handleDeliveryMessage(msg)).rejects.toThrow();
+    // The key service failing for a moment (KMS throttling): the worker throws (the queue will
+    // redeliver) and sends nothing. (A secret that will never decrypt is an outcome instead: see
+    // webhooks-recovery.test.ts.)
+    const enc = encryption();
+    const decrypt = enc.decrypt.bind(enc);
+    const spy = vi.spyOn(enc, 'decrypt').mockImplementation(async (ct, ctx) => {
+      if (ctx.webhookEndpointId === e.id)
+        throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+      return decrypt(ct, ctx);
+    });
+    try {
+      await expect(handleDeliveryMessage(msg)).rejects.toThrow(/Rate exceeded/);
+    } finally {
+      spy.mockRestore();
+    }
     expect(requestsTo('/claim')).toHaveLength(0);
     const held = (await deliveries(e.id)).data[0];
     expect(held).toMatchObject({ status: 'PENDING', attempts: 1, statusCode: null });
     // The redelivered message makes attempt 1 at once (the claim was freed, not left to expire).
-    await db.patch(...key, { secretEnc: good });
     await handleDeliveryMessage(msg);
     expect(requestsTo('/claim')).toHaveLength(1);
     expect((await deliveries(e.id)).data[0]).toMatchObject({ status: 'SUCCESS', attempts: 1 });

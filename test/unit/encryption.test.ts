@@ -6,7 +6,7 @@ import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/clie
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resetConfig } from '../../shared/platform/config';
-import { encryption, resetEncryption } from '../../shared/platform/encryption';
+import { DecryptionFailed, encryption, resetEncryption } from '../../shared/platform/encryption';
 import { KmsEncryption } from '../../shared/platform/encryption/kms';
 import { LocalEncryption, loadMasterKey } from '../../shared/platform/encryption/local';
 
@@ -58,6 +58,28 @@ describe('local encryption (AES-256-GCM under the master key)', () => {
   it('fails to decrypt under another master key', async () => {
     const ct = await enc.encrypt('s', ctx);
     await expect(new LocalEncryption(randomBytes(32)).decrypt(ct, ctx)).rejects.toThrow();
+  });
+
+  it('says DecryptionFailed (trying again cannot succeed) for every ciphertext that does not open, without showing it', async () => {
+    const ct = await enc.encrypt('secret value', ctx);
+    const bad = [
+      ...[1, 2, 3].map((part) => tamper(ct, part)),
+      `${ct.slice(0, -6)}AAAAAA`,
+      ct.replace(/^lk1/, 'kms1'),
+      'lk1:abc',
+      'lk1:::',
+      'lk1:AAAA:AAAA:AAAA', // IV and tag of the wrong length
+      '',
+    ];
+    for (const c of bad) {
+      const e = await enc.decrypt(c, ctx).catch((x: unknown) => x);
+      expect(e, c).toBeInstanceOf(DecryptionFailed);
+      if (c) expect((e as Error).message, c).not.toContain(c);
+    }
+    const other = await new LocalEncryption(randomBytes(32)).decrypt(ct, ctx).catch((x: unknown) => x);
+    expect(other).toBeInstanceOf(DecryptionFailed);
+    const elsewhere = await enc.decrypt(ct, { ...ctx, orgId: 'org-2' }).catch((x: unknown) => x);
+    expect(elsewhere).toBeInstanceOf(DecryptionFailed);
   });
 });
 
@@ -184,5 +206,48 @@ describe('KMS envelope encryption', () => {
       );
     await expect(make().decrypt(ct, ctx)).rejects.toThrow(/InvalidCiphertext/);
     await expect(make().decrypt('lk1:a:b:c', ctx)).rejects.toThrow(/Not a KMS ciphertext/);
+  });
+
+  const kmsError = (name: string) => Object.assign(new Error(`${name}: from KMS`), { name });
+
+  it('says DecryptionFailed when KMS will never decrypt it (wrong ciphertext or key, key disabled or gone)', async () => {
+    const ct = await make().encrypt('api-token', ctx);
+    for (const name of [
+      'InvalidCiphertextException',
+      'IncorrectKeyException',
+      'InvalidKeyUsageException',
+      'NotFoundException',
+      'DisabledException',
+      'KMSInvalidStateException',
+    ]) {
+      kms.on(DecryptCommand).rejects(kmsError(name));
+      const e = await make()
+        .decrypt(ct, ctx)
+        .catch((x: unknown) => x);
+      expect(e, name).toBeInstanceOf(DecryptionFailed);
+      expect((e as Error).message).toContain(name);
+    }
+    kms.on(DecryptCommand).callsFake(async () => ({ KeyId: KEY_ID, Plaintext: Uint8Array.from(dataKey) }));
+    for (const c of [tamper(ct, 3), tamper(ct, 4), 'lk1:a:b:c'])
+      await expect(make().decrypt(c, ctx)).rejects.toBeInstanceOf(DecryptionFailed);
+  });
+
+  it('passes other failures on as they are: throttling, KMS errors, access denied and the network may pass', async () => {
+    const ct = await make().encrypt('api-token', ctx);
+    for (const name of [
+      'ThrottlingException',
+      'KMSInternalException',
+      'DependencyTimeoutException',
+      'KeyUnavailableException',
+      'AccessDeniedException',
+      'TimeoutError',
+    ]) {
+      kms.on(DecryptCommand).rejects(kmsError(name));
+      const e = await make()
+        .decrypt(ct, ctx)
+        .catch((x: unknown) => x);
+      expect(e, name).not.toBeInstanceOf(DecryptionFailed);
+      expect((e as Error).name).toBe(name);
+    }
   });
 });

@@ -4,7 +4,7 @@ import { KmsEncryption } from './kms';
 import { LocalEncryption, loadMasterKey } from './local';
 import type { Encryption } from './port';
 
-export type { Encryption, EncryptionContext } from './port';
+export { DecryptionFailed, type Encryption, type EncryptionContext } from './port';
 
 let instance: Encryption | undefined;
 

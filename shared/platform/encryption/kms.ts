@@ -1,8 +1,22 @@
 import type { KMSClient } from '@aws-sdk/client-kms';
 import { open, seal } from './aes';
-import { canonicalContext, type Encryption, type EncryptionContext } from './port';
+import { canonicalContext, DecryptionFailed, type Encryption, type EncryptionContext } from './port';
 
 const PREFIX = 'kms1';
+
+/**
+ * KMS Decrypt errors that say this ciphertext will not decrypt with this key (not the ciphertext of
+ * this key and context, or a key disabled, pending deletion or gone). Throttling, KMS's own failures,
+ * an unavailable key store and access denied (a policy being deployed) may pass and are not in the list.
+ */
+const PERMANENT_KMS_ERRORS = new Set([
+  'InvalidCiphertextException',
+  'IncorrectKeyException',
+  'InvalidKeyUsageException',
+  'NotFoundException',
+  'DisabledException',
+  'KMSInvalidStateException',
+]);
 
 /** The KMS client library, imported on first use (the local runtime and most requests never need it). */
 const kmsSdk = () => import('@aws-sdk/client-kms');
@@ -46,15 +60,22 @@ export class KmsEncryption implements Encryption {
 
   async decrypt(ciphertext: string, context: EncryptionContext): Promise<string> {
     const [prefix, edk, iv, tag, ct] = ciphertext.split(':');
-    if (prefix !== PREFIX || !edk || !iv || !tag || ct === undefined) throw new Error('Not a KMS ciphertext');
+    if (prefix !== PREFIX || !edk || !iv || !tag || ct === undefined)
+      throw new DecryptionFailed('Not a KMS ciphertext');
     const { sdk, kms } = await this.client();
-    const out = await kms.send(
-      new sdk.DecryptCommand({
-        CiphertextBlob: Buffer.from(edk, 'base64'),
-        EncryptionContext: context,
-        KeyId: this.keyId,
-      }),
-    );
+    const out = await kms
+      .send(
+        new sdk.DecryptCommand({
+          CiphertextBlob: Buffer.from(edk, 'base64'),
+          EncryptionContext: context,
+          KeyId: this.keyId,
+        }),
+      )
+      .catch((e: unknown) => {
+        const name = (e as { name?: string })?.name ?? '';
+        if (PERMANENT_KMS_ERRORS.has(name)) throw new DecryptionFailed(`KMS does not decrypt it (${name})`);
+        throw e;
+      });
     if (!out.Plaintext) throw new Error('KMS returned no plaintext');
     const key = Buffer.from(out.Plaintext);
     try {
@@ -64,6 +85,8 @@ export class KmsEncryption implements Encryption {
         ct: Buffer.from(ct, 'base64'),
       };
       return open(key, parts, canonicalContext(context)).toString('utf8');
+    } catch {
+      throw new DecryptionFailed('The ciphertext does not open with its data key under this context');
     } finally {
       key.fill(0);
     }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { open, seal } from './aes';
-import { canonicalContext, type Encryption, type EncryptionContext } from './port';
+import { canonicalContext, DecryptionFailed, type Encryption, type EncryptionContext } from './port';
 
 const PREFIX = 'lk1';
 
@@ -32,12 +32,17 @@ export class LocalEncryption implements Encryption {
 
   async decrypt(ciphertext: string, context: EncryptionContext): Promise<string> {
     const [prefix, iv, tag, ct] = ciphertext.split(':');
-    if (prefix !== PREFIX || !iv || !tag || ct === undefined) throw new Error('Not a local ciphertext');
+    if (prefix !== PREFIX || !iv || !tag || ct === undefined)
+      throw new DecryptionFailed('Not a local ciphertext');
     const parts = {
       iv: Buffer.from(iv, 'base64'),
       tag: Buffer.from(tag, 'base64'),
       ct: Buffer.from(ct, 'base64'),
     };
-    return open(this.key, parts, canonicalContext(context)).toString('utf8');
+    try {
+      return open(this.key, parts, canonicalContext(context)).toString('utf8');
+    } catch {
+      throw new DecryptionFailed('The ciphertext does not open with the master key under this context');
+    }
   }
 }

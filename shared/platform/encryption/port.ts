@@ -10,6 +10,19 @@ export interface Encryption {
   decrypt(ciphertext: string, context: EncryptionContext): Promise<string>;
 }
 
+/**
+ * The ciphertext does not open with this key under this context: it is malformed or tampered with, was
+ * made for another resource or under another key, or the key can no longer be used (KMS: disabled,
+ * pending deletion, gone). Trying again cannot succeed. Anything else a decrypt throws (a network
+ * error, throttling) may be transient. The message never carries the ciphertext or the plaintext.
+ */
+export class DecryptionFailed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DecryptionFailed';
+  }
+}
+
 /** Canonical form of a context (sorted keys) used as additional authenticated data. */
 export const canonicalContext = (context: EncryptionContext): Buffer =>
   Buffer.from(
