@@ -2,8 +2,8 @@
  * One statement by sqlparser-rs (MySQL/MariaDB, SQL Server, SQLite), on the read-only guard's own
  * check (connections/guard/one-statement.ts): the text must be read to its end (sqlparser-rs stops
  * at END after a complete statement and drops the rest), be exactly one statement, and on SQL
- * Server have no unquoted reserved word as an alias (the server would start another statement
- * there; `[commit]` in brackets is a name).
+ * Server have no reserved word as an alias without AS, brackets or quotes (the server would start
+ * another statement there; `[commit]` in brackets is a name).
  */
 import { unparseable } from '../connections/guard/errors';
 import { oneSqlparserStatement as oneStatement } from '../connections/guard/one-statement';

@@ -17,10 +17,11 @@
  *
  * Parsers: PostgreSQL is verified on the server's own grammar (libpg-query, guard/pg.ts); SQLite on
  * sqlparser-rs first and node-sql-parser second; MySQL, MariaDB and SQL Server on node-sql-parser
- * first and sqlparser-rs second (guard/sqlparser.ts). SQL Server needs no `;` between statements, so
- * there sqlparser-rs, whose tree keeps quoting, also checks every read for an unquoted reserved word
- * read as an alias, where the server starts another statement (guard/tsql-reserved.ts); and every
- * sqlparser-rs reading must reach the end of the text (guard/one-statement.ts). Function calls
+ * first and sqlparser-rs second (guard/sqlparser.ts). SQL Server needs no `;` between statements,
+ * so there sqlparser-rs, whose tree keeps quoting, also checks every read for a reserved word
+ * written bare (no AS, no brackets) and read as an alias, where the server starts another statement
+ * (guard/tsql-reserved.ts); and every sqlparser-rs reading must reach the end of the text
+ * (guard/one-statement.ts). Function calls
  * follow the allow-list rule of guard/functions.ts: by name here (allowedFunctions for stored
  * functions), and for PostgreSQL also against the connection's catalog (guard/pg-catalog.ts),
  * applied by runReadOnly (run.ts).
@@ -379,7 +380,7 @@ function checkSql(type: Exclude<DbType, 'MONGODB'>, text: string, depth: number)
 
 /**
  * SQL Server needs no `;` between statements, and node-sql-parser's tree keeps no quoting, so where
- * the statement ends is read on sqlparser-rs's tree too: one statement, read to the end, no unquoted
+ * the statement ends is read on sqlparser-rs's tree too: one statement, read to the end, no bare
  * reserved word as an alias (guard/one-statement.ts). Text sqlparser-rs cannot parse is held to the
  * stricter check on node-sql-parser's aliases (guard/tsql-reserved.ts).
  */

@@ -98,7 +98,6 @@ const bareAlias = (w: string) => [
   `SELECT * FROM dbo.t ${w.toLowerCase()}`,
   `SELECT * FROM [dbo].[t] ${mixed(w)}`,
   `SELECT * FROM t ${w};`,
-  `SELECT * FROM t AS ${w}`,
   `SELECT * FROM (SELECT 1 AS a) ${w}`,
   `SELECT * FROM t JOIN u ${w} ON 1 = 1`,
   `SELECT * FROM t CROSS JOIN u ${w}`,
@@ -208,6 +207,26 @@ describe('SQL Server guard: a statement word as a bare alias is refused', () => 
   });
 });
 
+describe('SQL Server guard: after AS the server reads a name or fails on the batch, never a new statement', () => {
+  it('accepts a reserved word after AS (c.precision AS precision, as the introspection query writes it)', async () => {
+    for (const sql of [
+      'SELECT c.precision AS precision, c.scale AS scale FROM sys.columns c',
+      'SELECT * FROM t AS SHUTDOWN',
+      'SELECT a AS commit FROM t',
+      'SELECT * FROM t AS /* c */\nReconfigure',
+    ])
+      expect((await assertReadOnly('MSSQL', sql)).kind, sql).toBe('select');
+  });
+
+  it('still refuses the same word without AS, anywhere in the statement', async () => {
+    await expectRefused('MSSQL', [
+      'SELECT c.precision AS precision FROM sys.columns c SHUTDOWN',
+      'SELECT a AS commit, b commit FROM t',
+      'SELECT * FROM t AS x JOIN u shutdown ON 1 = 1',
+    ]);
+  });
+});
+
 describe('SQL Server guard: valid reads keep passing', () => {
   it.each([
     'SELECT * FROM t [commit]',
@@ -273,6 +292,7 @@ describe('SQL Server guard: statements only node-sql-parser reads', () => {
     expect(() => check('SELECT a [print] FROM t')).not.toThrow();
     expect(() => check('SELECT a AS "print" FROM t')).not.toThrow();
     expect(() => check('SELECT a [from] FROM t')).toThrow(/FROM is a reserved word/);
+    expect(() => check('SELECT c.precision AS precision FROM sys.columns c')).not.toThrow();
   });
 });
 

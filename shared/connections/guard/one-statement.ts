@@ -8,7 +8,7 @@
  *   read, the parser did not read the whole text.
  * - SQL Server needs no `;` between statements, and sqlparser-rs reads a reserved word after a table
  *   or a column as an alias where the server starts another statement: an alias that is a T-SQL
- *   reserved word must be quoted or bracketed (tsql-reserved.ts).
+ *   reserved word must be quoted, bracketed or follow AS (tsql-reserved.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { multipleStatements, readOnlyViolation } from './errors';
@@ -37,7 +37,7 @@ const notReadToTheEnd = () =>
  * The one statement sqlparser-rs reads in `text`. Throws an Error (not an AppError) when the parser
  * cannot parse the text or does not read it to its end, and READ_ONLY_VIOLATION when the text is
  * empty (UNPARSEABLE), more than one statement or, on SQL Server, has an unquoted reserved word as
- * an alias (MULTIPLE_STATEMENTS).
+ * an alias without AS (MULTIPLE_STATEMENTS).
  */
 export function oneSqlparserStatement(dialect: SqlparserDialect, text: string): Record<string, unknown> {
   if (text.includes(SENTINEL_NAME)) throw notReadToTheEnd();
@@ -53,6 +53,6 @@ export function oneSqlparserStatement(dialect: SqlparserDialect, text: string): 
   stmts = stmts.slice(0, -1);
   if (stmts.length === 0) throw readOnlyViolation('UNPARSEABLE', 'The statement is empty.');
   if (stmts.length !== 1) throw multipleStatements();
-  if (dialect === 'mssql') assertNoReservedAlias(stmts[0]);
+  if (dialect === 'mssql') assertNoReservedAlias(stmts[0], text);
   return stmts[0];
 }

@@ -4,9 +4,9 @@
  * be delimited ([commit], "commit"). SQL Server also needs no `;` between statements, so where a
  * parser reads an unquoted reserved word as an alias (`SELECT * FROM t SHUTDOWN`), the server reads
  * the end of one statement and the start of the next, or a syntax error. The guard refuses such an
- * alias, whatever the word: a valid single read never has one.
+ * alias written without AS, whatever the reserved word: a valid single read never has one.
  */
-import type { Token } from '../sql-lexer';
+import { lex, type Token } from '../sql-lexer';
 import { multipleStatements } from './errors';
 
 const RESERVED = new Set(
@@ -32,15 +32,39 @@ export const isTsqlReserved = (word: string) => RESERVED.has(word.toUpperCase())
 
 const reservedAlias = (word: string) =>
   multipleStatements(
-    `${word.toUpperCase()} is a reserved word in SQL Server: written without brackets after a table, a column or a subquery, the server reads it as a keyword (it can start another statement; no semicolon is needed between statements), not as an alias. Only one statement can run at a time; write [${word}] if it is a name.`,
+    `${word.toUpperCase()} is a reserved word in SQL Server: written without AS and without brackets after a table, a column or a subquery, the server reads it as a keyword (it can start another statement; no semicolon is needed between statements), not as an alias. Only one statement can run at a time; write [${word}] if it is a name.`,
   );
 
+const isWord = (t: Token | undefined, word: string) =>
+  t?.kind === 'word' && t.value.toUpperCase() === word.toUpperCase();
+
+/** The offset in `text` of sqlparser-rs's 1-based line and column (counted in code points). */
+function offsetOf(text: string, line: number, column: number): number {
+  let l = 1;
+  let c = 1;
+  let offset = 0;
+  for (const ch of text) {
+    if (l === line && c === column) return offset;
+    if (ch === '\n') {
+      l++;
+      c = 1;
+    } else c++;
+    offset += ch.length;
+  }
+  return -1;
+}
+
+type Ident = { value: string; span?: { start?: { line?: number; column?: number } } };
+
 /**
- * sqlparser-rs's tree (MsSql dialect): refuses an alias (of a table, subquery, join, column, CTE or
- * alias column) that was written without quotes or brackets and is a reserved word. Walked
- * without recursion.
+ * sqlparser-rs's tree (MsSql dialect) of `text`: refuses an alias (of a table, subquery, join,
+ * column, CTE or alias column) written without quotes or brackets that is a reserved word, unless it
+ * follows AS: after AS the server reads a name or fails on the batch, never a new statement (so
+ * `c.precision AS precision` runs as written). Walked without recursion; the text is tokenized only
+ * when such an alias is found.
  */
-export function assertNoReservedAlias(stmt: unknown): void {
+export function assertNoReservedAlias(stmt: unknown, text: string): void {
+  const found: Ident[] = [];
   const stack: Array<[unknown, boolean]> = [[stmt, false]];
   while (stack.length > 0) {
     const [node, inAlias] = stack.pop() as [unknown, boolean];
@@ -48,21 +72,34 @@ export function assertNoReservedAlias(stmt: unknown): void {
     const o = node as Record<string, unknown>;
     // An identifier: {value, quote_style?, span}; a keyword token carries `keyword` instead.
     if (inAlias && !Array.isArray(node) && typeof o.value === 'string' && !('keyword' in o)) {
-      if (!o.quote_style && isTsqlReserved(o.value)) throw reservedAlias(o.value);
+      if (!o.quote_style && isTsqlReserved(o.value)) found.push(o as Ident);
     }
     for (const [k, v] of Object.entries(o))
       if (v && typeof v === 'object') stack.push([v, inAlias || k === 'alias']);
   }
+  if (found.length === 0) return;
+  const tokens = lex(text, { dialect: 'mssql', backslashEscapes: false }).tokens;
+  for (const alias of found) {
+    const { line, column } = alias.span?.start ?? {};
+    const at = line && column ? offsetOf(text, line, column) : -1;
+    const i = tokens.findIndex((t) => t.start === at);
+    if (i < 0 || !isWord(tokens[i], alias.value) || !isWord(tokens[i - 1], 'AS'))
+      throw reservedAlias(alias.value);
+  }
 }
 
 /**
- * node-sql-parser's tree (TransactSQL), which keeps no quoting: an alias that is a reserved word is
- * refused when the word also appears unquoted in the text (it may be that alias). Used only for
- * statements sqlparser-rs cannot read, so a bracketed reserved alias next to the same keyword
- * (`SELECT a [from] FROM t`) is refused only there.
+ * node-sql-parser's tree (TransactSQL), which keeps no quoting and no positions: an alias that is a
+ * reserved word is refused when the word is also written bare, not after AS and not as part of a
+ * dotted name (it may be that alias). Used only for statements sqlparser-rs cannot read, so a
+ * bracketed reserved alias next to the same keyword (`SELECT a [from] FROM t`) is refused only there.
  */
 export function assertNoReservedNspAlias(ast: unknown, tokens: Token[]): void {
-  const bare = new Set(tokens.filter((t) => t.kind === 'word').map((t) => t.value.toUpperCase()));
+  const bare = new Set(
+    tokens
+      .filter((t, i) => t.kind === 'word' && !isWord(tokens[i - 1], 'AS') && tokens[i - 1]?.value !== '.')
+      .map((t) => t.value.toUpperCase()),
+  );
   const stack: unknown[] = [ast];
   while (stack.length > 0) {
     const node = stack.pop();
