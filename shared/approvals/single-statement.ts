@@ -10,11 +10,10 @@
  * but a statement that is not a read is refused by the guard at its first keyword, before counting.
  */
 import type { DbType } from '../connections/drivers/types';
-import { readOnlyViolation } from '../connections/guard/errors';
+import { multipleStatements as multiple, readOnlyViolation, unparseable } from '../connections/guard/errors';
 import { loadPgParser, pgStatements, statementTypeOf } from '../connections/guard/pg';
 import { loadSqlparser, type SqlparserDialect } from '../connections/guard/sqlparser';
 import { type Dialect, interpretations, lex } from '../connections/sql-lexer';
-import { multiple, unparseable } from './refusals';
 import { oneSqlparserStatement } from './sqlparser-statement';
 
 /** Refusals that say the text is not one verifiable statement (never a mere "this is a write"). */

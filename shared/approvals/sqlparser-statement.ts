@@ -1,90 +1,25 @@
 /**
- * One statement by sqlparser-rs (MySQL/MariaDB, SQL Server, SQLite), with two places where its
- * reading of a text can differ from the server's closed:
- * - sqlparser-rs stops reading at END after a complete statement (for BEGIN … END blocks) and drops
- *   the rest of the text, so the text is parsed again with a sentinel statement appended: unless the
- *   sentinel is read as the second statement, the parser did not read the whole text.
- * - SQL Server needs no `;` between statements, and sqlparser-rs reads a reserved word that starts a
- *   T-SQL statement (COMMIT, SHUTDOWN, …) as an alias when it follows a table or a column, where the
- *   server starts a second statement. Such an unquoted alias is refused.
+ * One statement by sqlparser-rs (MySQL/MariaDB, SQL Server, SQLite), on the read-only guard's own
+ * check (connections/guard/one-statement.ts): the text must be read to its end (sqlparser-rs stops
+ * at END after a complete statement and drops the rest), be exactly one statement, and on SQL
+ * Server have no reserved word as an alias without AS, brackets or quotes (the server would start
+ * another statement there; `[commit]` in brackets is a name).
  */
-import { readOnlyViolation } from '../connections/guard/errors';
-import { type SqlparserDialect, sqlparserStatements } from '../connections/guard/sqlparser';
-import { multiple, unparseable } from './refusals';
+import { unparseable } from '../connections/guard/errors';
+import { oneSqlparserStatement as oneStatement } from '../connections/guard/one-statement';
+import type { SqlparserDialect } from '../connections/guard/sqlparser';
+import { AppError } from '../platform/errors';
 
-/** T-SQL reserved words that start a statement; never an unquoted name on SQL Server. */
-const tsqlStatementWords = new Set([
-  'ALTER',
-  'BACKUP',
-  'BEGIN',
-  'BREAK',
-  'BULK',
-  'CHECKPOINT',
-  'CLOSE',
-  'COMMIT',
-  'CONTINUE',
-  'CREATE',
-  'DBCC',
-  'DEALLOCATE',
-  'DECLARE',
-  'DELETE',
-  'DENY',
-  'DROP',
-  'DUMP',
-  'EXEC',
-  'EXECUTE',
-  'FETCH',
-  'GOTO',
-  'GRANT',
-  'IF',
-  'INSERT',
-  'KILL',
-  'LOAD',
-  'MERGE',
-  'OPEN',
-  'PRINT',
-  'RAISERROR',
-  'READTEXT',
-  'RECONFIGURE',
-  'RESTORE',
-  'RETURN',
-  'REVERT',
-  'REVOKE',
-  'ROLLBACK',
-  'SAVE',
-  'SELECT',
-  'SET',
-  'SETUSER',
-  'SHUTDOWN',
-  'TRUNCATE',
-  'UPDATE',
-  'UPDATETEXT',
-  'USE',
-  'WAITFOR',
-  'WHILE',
-  'WITH',
-  'WRITETEXT',
-]);
-
-const SENTINEL = '\n;SELECT 1';
 const PARSER = 'the sqlparser-rs parser';
 
 /** Returns the statement's type (upper case), or throws the guard's 400. */
 export function oneSqlparserStatement(dialect: SqlparserDialect, text: string): string {
-  let stmts: Record<string, unknown>[];
-  let withSentinel: Record<string, unknown>[];
   try {
-    stmts = sqlparserStatements(dialect, text);
-    withSentinel = sqlparserStatements(dialect, text + SENTINEL);
+    return typeOf(oneStatement(dialect, text));
   } catch (e) {
+    if (e instanceof AppError) throw e;
     throw unparseable(PARSER, e);
   }
-  if (stmts.length === 0) throw readOnlyViolation('UNPARSEABLE', 'The statement is empty.');
-  if (stmts.length !== 1) throw multiple();
-  if (withSentinel.length !== 2)
-    throw unparseable(PARSER, 'it stopped reading at END before the end of the text');
-  if (dialect === 'mssql') assertNoStatementWordAlias(stmts[0]);
-  return typeOf(stmts[0]);
 }
 
 /** `Insert` → INSERT, `CreateTable` → CREATE_TABLE; a WITH-headed write is its write. */
@@ -97,27 +32,4 @@ function typeOf(stmt: unknown): string {
     return ['Insert', 'Update', 'Delete', 'Merge'].includes(inner) ? inner.toUpperCase() : 'SELECT';
   }
   return key.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
-}
-
-/** Refuses an unquoted alias that is a T-SQL statement word (walked without recursion). */
-function assertNoStatementWordAlias(stmt: unknown): void {
-  const stack: Array<[unknown, boolean]> = [[stmt, false]];
-  while (stack.length > 0) {
-    const [node, inAlias] = stack.pop() as [unknown, boolean];
-    if (!node || typeof node !== 'object') continue;
-    const o = node as Record<string, unknown>;
-    const word = typeof o.value === 'string' ? o.value.toUpperCase() : '';
-    if (
-      inAlias &&
-      !Array.isArray(node) &&
-      !('keyword' in o) &&
-      !o.quote_style &&
-      tsqlStatementWords.has(word)
-    )
-      throw multiple(
-        `SQL Server reads the reserved word ${word} as the start of another statement (a semicolon is not needed there); only one statement can run at a time. Quote it ([${o.value}]) if it is a name.`,
-      );
-    for (const [k, v] of Object.entries(o))
-      if (v && typeof v === 'object') stack.push([v, inAlias || k === 'alias']);
-  }
 }

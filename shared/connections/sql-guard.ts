@@ -17,16 +17,23 @@
  *
  * Parsers: PostgreSQL is verified on the server's own grammar (libpg-query, guard/pg.ts); SQLite on
  * sqlparser-rs first and node-sql-parser second; MySQL, MariaDB and SQL Server on node-sql-parser
- * first and sqlparser-rs second (guard/sqlparser.ts). Function calls follow the allow-list rule of
- * guard/functions.ts: by name here (allowedFunctions for stored functions), and for PostgreSQL also
- * against the connection's catalog (guard/pg-catalog.ts), applied by runReadOnly (run.ts).
+ * first and sqlparser-rs second (guard/sqlparser.ts). SQL Server needs no `;` between statements,
+ * so there sqlparser-rs, whose tree keeps quoting, also checks every read for a reserved word
+ * written bare (no AS, no brackets) and read as an alias, where the server starts another statement
+ * (guard/tsql-reserved.ts); and every sqlparser-rs reading must reach the end of the text
+ * (guard/one-statement.ts). Function calls
+ * follow the allow-list rule of guard/functions.ts: by name here (allowedFunctions for stored
+ * functions), and for PostgreSQL also against the connection's catalog (guard/pg-catalog.ts),
+ * applied by runReadOnly (run.ts).
  */
 import { AppError, validationError } from '../platform/errors';
 import type { DbType } from './drivers/types';
-import { readOnlyViolation } from './guard/errors';
+import { multipleStatements as multiple, readOnlyViolation } from './guard/errors';
 import { isOtherDenied, type OtherDialect, otherFunctionProblem, pgDenied } from './guard/functions';
+import { oneSqlparserStatement } from './guard/one-statement';
 import { checkPostgres, loadPgParser, type PgCalls, type PgFunctionCall } from './guard/pg';
 import { checkWithSqlparser, loadSqlparser, sqlparserLoaded } from './guard/sqlparser';
+import { assertNoReservedNspAlias } from './guard/tsql-reserved';
 import { parseMongoQuery } from './mongo-query';
 import { type Dialect, interpretations, type LexResult, lex, type Token } from './sql-lexer';
 
@@ -86,7 +93,7 @@ const parsers = new Map<DbType, Parser>();
 /** Loads (once) the parser of `type`'s dialect so the synchronous checks below can use it. */
 async function loadParser(type: Exclude<DbType, 'MONGODB'>): Promise<void> {
   if (type === 'POSTGRES') return loadPgParser();
-  if (sqlparserFirst.has(type)) await loadSqlparser();
+  if (sqlparserFirst.has(type) || type === 'MSSQL') await loadSqlparser();
   if (parsers.has(type)) return;
   const mod = (await parserModules[type]()) as ParserModule & { default?: ParserModule };
   const Ctor = mod.Parser ?? mod.default?.Parser;
@@ -351,6 +358,7 @@ function checkSql(type: Exclude<DbType, 'MONGODB'>, text: string, depth: number)
   }
   if (asts.length !== 1) throw multiple();
   const ast = asts[0] as Record<string, unknown>;
+  if (dialect === 'mssql') assertOneMssqlStatement(text, ast, tokens);
   const kind = String(ast.type ?? 'unknown');
   if (first === 'VALUES') {
     // The wrapper parsed; only the VALUES rows are the user's text.
@@ -368,6 +376,21 @@ function checkSql(type: Exclude<DbType, 'MONGODB'>, text: string, depth: number)
   if (kind === 'show') return { kind: 'show' };
   if (kind === 'desc') return { kind: 'describe' };
   throw notARead(kind);
+}
+
+/**
+ * SQL Server needs no `;` between statements, and node-sql-parser's tree keeps no quoting, so where
+ * the statement ends is read on sqlparser-rs's tree too: one statement, read to the end, no bare
+ * reserved word as an alias (guard/one-statement.ts). Text sqlparser-rs cannot parse is held to the
+ * stricter check on node-sql-parser's aliases (guard/tsql-reserved.ts).
+ */
+function assertOneMssqlStatement(text: string, ast: unknown, tokens: Token[]): void {
+  try {
+    oneSqlparserStatement('mssql', text);
+  } catch (e) {
+    if (e instanceof AppError) throw e;
+    assertNoReservedNspAlias(ast, tokens);
+  }
 }
 
 const sameTokens = (a: Token[], b: Token[]) =>
@@ -421,12 +444,6 @@ function valuesWrapper(type: Exclude<DbType, 'MONGODB'>, text: string): string {
   if (type === 'SQLITE') return `INSERT INTO loupe_values ${body}`;
   return `SELECT * FROM (${body}) AS loupe_values`;
 }
-
-const multiple = () =>
-  readOnlyViolation(
-    'MULTIPLE_STATEMENTS',
-    'Only one statement can run at a time; remove the extra statements.',
-  );
 
 function parse(type: Exclude<DbType, 'MONGODB'>, text: string): unknown[] {
   try {

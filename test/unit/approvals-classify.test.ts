@@ -50,6 +50,10 @@ describe('classifyStatement (CONTRACTS.md): one statement, read or write, by the
     // What the parser cannot verify does not run.
     ['POSTGRES', 'UPDATE t SET a = 1 DELETE FROM t', 'UNPARSEABLE'],
     ['MSSQL', 'DELETE FROM t COMMIT', 'MULTIPLE_STATEMENTS'],
+    // A read the guard once verified as one statement: SQL Server reads SELECT … FROM t, then SHUTDOWN.
+    ['MSSQL', 'SELECT * FROM t SHUTDOWN', 'MULTIPLE_STATEMENTS'],
+    ['MSSQL', 'SELECT a FROM t -- c\nreconfigure', 'MULTIPLE_STATEMENTS'],
+    ['MSSQL', 'SELECT * FROM t END SHUTDOWN', 'UNPARSEABLE'],
     ['MARIADB', 'UPDATE t SET a = 1 /*! ; DROP TABLE t */', 'EXECUTABLE_COMMENT'],
     ['MARIADB', "INSERT INTO t VALUES ('a\\'; DROP TABLE t; -- ')", 'MULTIPLE_STATEMENTS'],
     ['SQLITE', 'UPDATE t SET a = 1; DETACH x', 'MULTIPLE_STATEMENTS'],

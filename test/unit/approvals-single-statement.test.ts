@@ -82,6 +82,7 @@ describe('assertSingleStatement: valid single writes of each dialect, on its rea
     ['MSSQL', "UPDATE t SET a = CASE WHEN b = 1 THEN 'x' ELSE 'y' END WHERE id = 1", 'UPDATE'],
     // A reserved word is a name only when quoted.
     ['MSSQL', 'DELETE FROM t [commit] WHERE [commit].id = 1', 'DELETE'],
+    ['MSSQL', 'UPDATE t SET a = 1 FROM t AS "key"', 'UPDATE'],
     ['MSSQL', 'UPDATE t SET a = 1 /* nested /* ; DROP TABLE t */ ; */', 'UPDATE'],
   ])('%s %s → %s', async (type, text, statementType) => {
     expect(await assertSingleStatement(type, text)).toBe(statementType);
@@ -154,6 +155,9 @@ describe('assertSingleStatement: anything but one statement is 400 READ_ONLY_VIO
       'MULTIPLE_STATEMENTS',
     ],
     ['MSSQL', 'UPDATE t SET a = 1 FROM t Commit', 'MULTIPLE_STATEMENTS'],
+    // Any reserved word, not only a statement word: the server never reads it as a name.
+    ['MSSQL', 'UPDATE t SET a = 1 FROM t KEY', 'MULTIPLE_STATEMENTS'],
+    ['MSSQL', 'INSERT INTO t SELECT a FROM u -- c\n/* c */ Shutdown', 'MULTIPLE_STATEMENTS'],
     ['MSSQL', 'UPDATE t SET a = 1 END DROP TABLE t', 'UNPARSEABLE'],
     ['MSSQL', 'UPDATE t SET a = 1 /* ; DROP TABLE t', 'UNPARSEABLE'],
   ])('%s %j → 400 %s', async (type, text, statementType) => {

@@ -3,31 +3,14 @@
  * WebAssembly (@guanmingchiu/sqlparser-ts). The guard consults it when node-sql-parser rejects a
  * statement (window functions on SQLite, some MySQL forms); a statement runs only when one of the
  * two grammars verifies it as exactly one read and the dialect's token checks pass under every reading.
+ * On SQL Server it also reads where every statement ends (sql-guard.ts, one-statement.ts).
  */
 import { readOnlyViolation } from './errors';
+import { oneSqlparserStatement } from './one-statement';
+import type { SqlparserDialect } from './sqlparser-parse';
 
-export type SqlparserDialect = 'mysql' | 'mssql' | 'sqlite';
-type Parse = (sql: string, dialect: string) => unknown[];
-let parseFn: Parse | undefined;
-
-/** Loads the WebAssembly parser on first use (a lazy chunk). */
-export async function loadSqlparser(): Promise<void> {
-  if (parseFn) return;
-  const mod = (await import('@guanmingchiu/sqlparser-ts')) as unknown as {
-    init(): Promise<void>;
-    parse: Parse;
-  };
-  await mod.init();
-  parseFn = mod.parse;
-}
-
-export const sqlparserLoaded = () => parseFn !== undefined;
-
-/** The statements sqlparser-rs reads in `text` for `dialect`; throws the parser's own error. */
-export function sqlparserStatements(dialect: SqlparserDialect, text: string): Record<string, unknown>[] {
-  if (!parseFn) throw new Error('sqlparser-rs is not loaded.');
-  return parseFn(text, dialect) as Record<string, unknown>[];
-}
+export type { SqlparserDialect } from './sqlparser-parse';
+export { loadSqlparser, sqlparserLoaded, sqlparserStatements } from './sqlparser-parse';
 
 const WRITES = new Set([
   'Insert',
@@ -61,17 +44,12 @@ export interface SqlparserRead {
 }
 
 /**
- * Verifies `text` as one read with sqlparser-rs. Throws the parser's error (an Error, not an
- * AppError) when it cannot parse, and READ_ONLY_VIOLATION when it parses to something else.
+ * Verifies `text` as one read with sqlparser-rs (one statement, read to the end of the text, no
+ * unquoted reserved alias on SQL Server: one-statement.ts). Throws the parser's error (an Error,
+ * not an AppError) when it cannot parse, and READ_ONLY_VIOLATION when it parses to something else.
  */
 export function checkWithSqlparser(dialect: SqlparserDialect, text: string): SqlparserRead {
-  const stmts = sqlparserStatements(dialect, text);
-  if (stmts.length !== 1)
-    throw readOnlyViolation(
-      'MULTIPLE_STATEMENTS',
-      'Only one statement can run at a time; remove the extra statements.',
-    );
-  const stmt = stmts[0];
+  const stmt = oneSqlparserStatement(dialect, text);
   const key = typeof stmt === 'string' ? stmt : Object.keys(stmt)[0];
   const body = (typeof stmt === 'object' ? stmt[key] : {}) as Record<string, unknown>;
   const calls: string[][] = [];
