@@ -1,6 +1,6 @@
-import ipaddr from 'ipaddr.js';
 import * as z from 'zod/mini';
 import { en } from 'zod/v4/locales';
+import { isCidrList } from './cidr';
 
 // Zod compiles a parser (new Function) for every object schema on its first parse: about 2 ms of every
 // cold start for the configuration and the first request's schemas, and no faster for the small objects
@@ -9,21 +9,6 @@ import { en } from 'zod/v4/locales';
 z.config({ jitless: true });
 // zod/mini loads no locale (classic zod set English by default): validation messages are English's.
 z.config(en());
-
-/** `10.0.0.0/8, fd00::/8, 192.0.2.7`: every entry a CIDR or a single address. */
-function cidrList(v: string): boolean {
-  return v.split(',').every((raw) => {
-    const e = raw.trim();
-    if (!e) return true;
-    try {
-      if (e.includes('/')) ipaddr.parseCIDR(e);
-      else ipaddr.parse(e);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
 
 const Env = z.object({
   /** aws inside Lambda, local under `npm start`, the CLI and tests. */
@@ -75,10 +60,10 @@ const Env = z.object({
   LOUPE_DB_HOST_POLICY: z.optional(z.enum(['deployed', 'local'])),
   /** Comma-separated CIDRs: database addresses always refused / always allowed (deny wins). */
   LOUPE_DB_DENY_CIDRS: z.optional(
-    z.string().check(z.refine(cidrList, 'a comma-separated list of CIDRs or addresses')),
+    z.string().check(z.refine(isCidrList, 'a comma-separated list of CIDRs or addresses')),
   ),
   LOUPE_DB_ALLOW_CIDRS: z.optional(
-    z.string().check(z.refine(cidrList, 'a comma-separated list of CIDRs or addresses')),
+    z.string().check(z.refine(isCidrList, 'a comma-separated list of CIDRs or addresses')),
   ),
   /** Seconds a submitted query waits for approval before it expires (default 24 h). */
   LOUPE_APPROVAL_TTL_SECONDS: z._default(
