@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { config } from '../platform/config';
 
 /** Price of one model in US cents per million tokens. */
@@ -31,10 +31,10 @@ export const DEFAULT_PRICES: Record<string, ModelPrice> = {
 };
 
 const PriceSchema = z.object({
-  promptPerMillion: z.number().nonnegative().finite(),
-  completionPerMillion: z.number().nonnegative().finite(),
+  promptPerMillion: z.number().check(z.nonnegative()),
+  completionPerMillion: z.number().check(z.nonnegative()),
 });
-const PriceTableSchema = z.record(z.string().min(1), PriceSchema);
+const PriceTableSchema = z.record(z.string().check(z.minLength(1)), PriceSchema);
 
 /**
  * Parses `LOUPE_MODEL_PRICES` (JSON object of model → {promptPerMillion, completionPerMillion}, cents)

@@ -1,30 +1,29 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { DbTypeSchema, QueryResult } from '../connections/schemas';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 
 export const MAX_NOTE_CHARS = 2000;
 export const MAX_CONTEXT_CHARS = 2000;
 export const MAX_APPROVERS = 50;
 
-const Id = z.string().min(1).max(200);
+const Id = z.string().check(z.minLength(1), z.maxLength(200));
 
 export const QuerySubmitRequest = z.object({
   connectionId: Id,
-  query: z
-    .string()
-    .min(1)
-    .max(100_000)
-    .describe('One SQL statement, or for MONGODB a JSON query (reads only)'),
-  context: z.string().max(MAX_CONTEXT_CHARS).optional().describe('Why the query is needed'),
+  query: describe(
+    z.string().check(z.minLength(1), z.maxLength(100_000)),
+    'One SQL statement, or for MONGODB a JSON query (reads only)',
+  ),
+  context: describe(z.optional(z.string().check(z.maxLength(MAX_CONTEXT_CHARS))), 'Why the query is needed'),
 });
 export const ApproveRejectRequest = z.object({
-  note: z.string().max(MAX_NOTE_CHARS).optional(),
+  note: z.optional(z.string().check(z.maxLength(MAX_NOTE_CHARS))),
 });
 
 export const ApprovalQueryResult = once(() =>
-  QueryResult().extend({
-    rowsAffected: z.number().int().optional().describe('Rows a write changed'),
+  z.extend(QueryResult(), {
+    rowsAffected: describe(z.optional(z.number().check(z.int())), 'Rows a write changed'),
   }),
 );
 
@@ -32,23 +31,23 @@ export const PendingQuery = once(() =>
   z.object({
     id: z.string(),
     connectionId: z.string(),
-    connectionName: z.string().nullable(),
-    connectionType: DbTypeSchema.nullable(),
-    apiKeyId: z.string().nullable(),
+    connectionName: z.nullable(z.string()),
+    connectionType: z.nullable(DbTypeSchema),
+    apiKeyId: z.nullable(z.string()),
     query: z.string(),
-    context: z.string().nullable(),
+    context: z.nullable(z.string()),
     status: z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED']),
-    statementKind: z.enum(['read', 'write']).describe('What the parser found at submission (extension)'),
-    statementType: z.string().describe('The statement kind, e.g. SELECT, UPDATE (extension)'),
-    submittedBy: z.string().describe('User id of the submitter (extension)'),
-    reviewedBy: z.string().nullable().describe('User id of the reviewer, or "auto" (extension)'),
-    reviewedAt: z.string().nullable(),
-    reviewNote: z.string().nullable(),
-    result: ApprovalQueryResult().optional().describe('Present only after a successful approval'),
-    error: z
-      .object({ code: z.string(), message: z.string(), details: z.unknown().optional() })
-      .nullable()
-      .describe('Why the approved statement failed (extension)'),
+    statementKind: describe(z.enum(['read', 'write']), 'What the parser found at submission (extension)'),
+    statementType: describe(z.string(), 'The statement kind, e.g. SELECT, UPDATE (extension)'),
+    submittedBy: describe(z.string(), 'User id of the submitter (extension)'),
+    reviewedBy: describe(z.nullable(z.string()), 'User id of the reviewer, or "auto" (extension)'),
+    reviewedAt: z.nullable(z.string()),
+    reviewNote: z.nullable(z.string()),
+    result: describe(z.optional(ApprovalQueryResult()), 'Present only after a successful approval'),
+    error: describe(
+      z.nullable(z.object({ code: z.string(), message: z.string(), details: z.optional(z.unknown()) })),
+      'Why the approved statement failed (extension)',
+    ),
     expiresAt: z.string(),
     createdAt: z.string(),
   }),
@@ -58,33 +57,32 @@ export const ApprovalResult = once(() =>
     id: z.string(),
     status: z.enum(['APPROVED', 'REJECTED']),
     reviewedBy: z.string(),
-    reviewNote: z.string().nullable(),
-    result: ApprovalQueryResult().nullable(),
+    reviewNote: z.nullable(z.string()),
+    result: z.nullable(ApprovalQueryResult()),
   }),
 );
 
 export const RuleScope = z.enum(['all', 'write']);
-const Approvers = z
-  .array(Id)
-  .min(1)
-  .max(MAX_APPROVERS)
-  .describe('User ids of active users of the organization');
+const Approvers = describe(
+  z.array(Id).check(z.minLength(1), z.maxLength(MAX_APPROVERS)),
+  'User ids of active users of the organization',
+);
 export const ApprovalRuleCreate = z.object({
   approvers: Approvers,
-  connectionId: Id.nullable().optional(),
-  scope: RuleScope.default('all'),
+  connectionId: z.optional(z.nullable(Id)),
+  scope: z._default(RuleScope, 'all'),
 });
 export const ApprovalRuleUpdate = z.object({
-  connectionId: Id.nullable().optional(),
-  scope: RuleScope.optional(),
-  approvers: Approvers.optional(),
-  isActive: z.boolean().optional(),
+  connectionId: z.optional(z.nullable(Id)),
+  scope: z.optional(RuleScope),
+  approvers: z.optional(Approvers),
+  isActive: z.optional(z.boolean()),
 });
 export const ApprovalRule = once(() =>
   z.object({
     id: z.string(),
     orgId: z.string(),
-    connectionId: z.string().nullable(),
+    connectionId: z.nullable(z.string()),
     scope: RuleScope,
     approvers: z.array(z.string()),
     isActive: z.boolean(),

@@ -10,7 +10,7 @@
  * - PENDING → EXPIRED by the sweep, only once past expiresAt; reads show EXPIRED as soon as the time
  *   has passed. `query.expired` is recorded by the sweep that won that write, so at most once.
  */
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import { type AuthContext, isAdmin } from '../auth/context';
 import { authStore } from '../auth/store';
 import { loadConnection } from '../connections/connections';

@@ -1,17 +1,13 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once, SCOPES } from '../http/endpoint';
-import { Deleted, IdParams, isoDateTime, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, isoDateTime, PageQuery } from '../http/schemas';
 
 const ScopeValue = z.enum(['*', ...SCOPES]);
 
 export const ApiKeyCreate = z.object({
-  name: z.string().trim().min(1).max(120),
-  scopes: z
-    .array(ScopeValue)
-    .min(1)
-    .max(SCOPES.length + 1)
-    .default(['*']),
-  expiresAt: isoDateTime().nullable().optional(),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(120)),
+  scopes: z._default(z.array(ScopeValue).check(z.minLength(1), z.maxLength(SCOPES.length + 1)), ['*']),
+  expiresAt: z.optional(z.nullable(isoDateTime())),
 });
 
 export const ApiKey = once(() =>
@@ -19,30 +15,33 @@ export const ApiKey = once(() =>
     id: z.string(),
     keyPrefix: z.string(),
     name: z.string(),
-    scopes: z.string().describe('JSON array of scopes'),
+    scopes: describe(z.string(), 'JSON array of scopes'),
     userId: z.string(),
-    lastUsedAt: z.string().nullable(),
+    lastUsedAt: z.nullable(z.string()),
     createdAt: z.string(),
-    expiresAt: z.string().nullable(),
+    expiresAt: z.nullable(z.string()),
   }),
 );
 export const ApiKeyCreated = once(() =>
-  ApiKey().extend({ key: z.string().describe('The full key, shown only once') }),
+  z.extend(ApiKey(), { key: describe(z.string(), 'The full key, shown only once') }),
 );
 
 export const MemberCreate = z.object({
-  email: z.email().max(320),
-  name: z.string().trim().min(1).max(200),
-  role: z.enum(['admin', 'member']).default('member'),
-  connectionIds: z.array(z.string().min(1).max(100)).max(1000).default([]),
+  email: z.email().check(z.maxLength(320)),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
+  role: z._default(z.enum(['admin', 'member']), 'member'),
+  connectionIds: z._default(
+    z.array(z.string().check(z.minLength(1), z.maxLength(100))).check(z.maxLength(1000)),
+    [],
+  ),
 });
-export const MemberUpdate = z
-  .object({
-    name: z.string().trim().min(1).max(200),
+export const MemberUpdate = z.partial(
+  z.object({
+    name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
     role: z.enum(['admin', 'member']),
-    connectionIds: z.array(z.string().min(1).max(100)).max(1000),
-  })
-  .partial();
+    connectionIds: z.array(z.string().check(z.minLength(1), z.maxLength(100))).check(z.maxLength(1000)),
+  }),
+);
 export const Member = once(() =>
   z.object({
     id: z.string(),
@@ -84,7 +83,7 @@ export const revokeKey = endpoint({
   scope: 'admin',
   admin: true,
   params: IdParams,
-  response: () => Deleted.extend({ revoked: z.literal(true) }),
+  response: () => z.extend(Deleted, { revoked: z.literal(true) }),
 });
 export const listMembers = endpoint({
   method: 'GET',

@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import { connectionStore } from '../connections/store';
 import { config } from '../platform/config';
 import { AppError, badRequest, forbidden, notFound, validationError } from '../platform/errors';

@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import { requireAi } from '../ai/provider';
 import type { AuthContext } from '../auth/context';
 import { annotationsFor } from '../connections/annotations';

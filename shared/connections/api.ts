@@ -1,80 +1,82 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 import { DbTypeSchema, QueryResult } from './schemas';
 
 /** Endpoint specs and request/response schemas of the Connections capability. */
 
 export { DB_TYPES, DbTypeSchema, QueryResult } from './schemas';
 
-const host = z
-  .string()
-  .trim()
-  .max(255)
-  .refine((h) => !/\s/.test(h) && !h.includes('://') && !h.includes('/'), {
+const host = z.string().check(
+  z.trim(),
+  z.maxLength(255),
+  z.refine((h) => !/\s/.test(h) && !h.includes('://') && !h.includes('/'), {
     message: 'host must be a hostname or IP address, without scheme, path or spaces',
-  });
-const port = z.number().int().min(1).max(65535);
-const database = z.string().trim().min(1).max(1024);
-const username = z.string().max(255);
-const password = z.string().max(4096);
+  }),
+);
+const port = z.number().check(z.int(), z.gte(1), z.lte(65535));
+const database = z.string().check(z.trim(), z.minLength(1), z.maxLength(1024));
+const username = z.string().check(z.maxLength(255));
+const password = z.string().check(z.maxLength(4096));
 /** Stored functions reads may call (issue 8): `name` or `schema.name`, MySQL/MariaDB and SQL Server only. */
-const allowedFunctions = z
-  .array(
-    z
-      .string()
-      .trim()
-      .max(128)
-      .regex(
-        /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/,
-        'a function name or schema.name (letters, digits, _ and $)',
-      ),
-  )
-  .max(100)
-  .describe(
-    'Extension: stored (user-defined) functions the read-only guard lets reads call on MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`); built-ins need no listing, and functions that sleep, lock or read files stay refused',
-  );
+const allowedFunctions = describe(
+  z
+    .array(
+      z
+        .string()
+        .check(
+          z.trim(),
+          z.maxLength(128),
+          z.regex(
+            /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/,
+            'a function name or schema.name (letters, digits, _ and $)',
+          ),
+        ),
+    )
+    .check(z.maxLength(100)),
+  'Extension: stored (user-defined) functions the read-only guard lets reads call on MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`); built-ins need no listing, and functions that sleep, lock or read files stay refused',
+);
 
 export const ConnectionCreate = z.object({
-  name: z.string().trim().min(1).max(200),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
   type: DbTypeSchema,
-  host: host.nullable().optional(),
-  port: port.nullable().optional(),
-  database: database.optional(),
-  username: username.nullable().optional(),
-  password: password.nullable().optional().describe('Write-only; never returned'),
-  encryptedPassword: password.nullable().optional().describe('Alias of password'),
-  sslEnabled: z.boolean().optional().describe('Default false'),
-  ssl: z.boolean().optional().describe('Alias of sslEnabled'),
-  readOnly: z
-    .boolean()
-    .default(true)
-    .describe('Extension: only approved queries may write, and only when readOnly is false'),
-  allowedFunctions: allowedFunctions.optional(),
+  host: z.optional(z.nullable(host)),
+  port: z.optional(z.nullable(port)),
+  database: z.optional(database),
+  username: z.optional(z.nullable(username)),
+  password: describe(z.optional(z.nullable(password)), 'Write-only; never returned'),
+  encryptedPassword: describe(z.optional(z.nullable(password)), 'Alias of password'),
+  sslEnabled: describe(z.optional(z.boolean()), 'Default false'),
+  ssl: describe(z.optional(z.boolean()), 'Alias of sslEnabled'),
+  readOnly: describe(
+    z._default(z.boolean(), true),
+    'Extension: only approved queries may write, and only when readOnly is false',
+  ),
+  allowedFunctions: z.optional(allowedFunctions),
 });
 export type ConnectionCreate = z.output<typeof ConnectionCreate>;
 
 export const ConnectionUpdate = z.object({
-  name: z.string().trim().min(1).max(200).optional(),
-  type: DbTypeSchema.optional(),
-  host: host.nullable().optional(),
-  port: port.nullable().optional(),
-  database: database.optional(),
-  username: username.nullable().optional(),
-  password: password.nullable().optional().describe('Write-only; null clears it'),
-  encryptedPassword: password.nullable().optional().describe('Alias of password'),
-  sslEnabled: z.boolean().optional(),
-  ssl: z.boolean().optional().describe('Alias of sslEnabled'),
-  readOnly: z.boolean().optional(),
-  isActive: z.boolean().optional(),
-  allowedFunctions: allowedFunctions.optional(),
+  name: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
+  type: z.optional(DbTypeSchema),
+  host: z.optional(z.nullable(host)),
+  port: z.optional(z.nullable(port)),
+  database: z.optional(database),
+  username: z.optional(z.nullable(username)),
+  password: describe(z.optional(z.nullable(password)), 'Write-only; null clears it'),
+  encryptedPassword: describe(z.optional(z.nullable(password)), 'Alias of password'),
+  sslEnabled: z.optional(z.boolean()),
+  ssl: describe(z.optional(z.boolean()), 'Alias of sslEnabled'),
+  readOnly: z.optional(z.boolean()),
+  isActive: z.optional(z.boolean()),
+  allowedFunctions: z.optional(allowedFunctions),
 });
 export type ConnectionUpdate = z.output<typeof ConnectionUpdate>;
 
 export const DiagnosisSchema = once(() =>
   z.object({
     stage: z.string(),
-    fault: z.string().describe('user, server, third-party or us'),
+    fault: describe(z.string(), 'user, server, third-party or us'),
     title: z.string(),
     explanation: z.string(),
     fixSteps: z.array(z.string()),
@@ -88,17 +90,17 @@ export const Connection = once(() =>
     name: z.string(),
     type: DbTypeSchema,
     host: z.string(),
-    port: z.number().int().nullable(),
+    port: z.nullable(z.number().check(z.int())),
     database: z.string(),
     username: z.string(),
     sslEnabled: z.boolean(),
     readOnly: z.boolean(),
-    allowedFunctions: z.array(z.string()).describe('Extension: stored functions reads may call'),
+    allowedFunctions: describe(z.array(z.string()), 'Extension: stored functions reads may call'),
     isActive: z.boolean(),
-    lastTestedAt: z.string().nullable(),
-    lastError: z.string().nullable(),
-    lastErrorDiagnosis: DiagnosisSchema().nullable(),
-    schemaUpdatedAt: z.string().nullable(),
+    lastTestedAt: z.nullable(z.string()),
+    lastError: z.nullable(z.string()),
+    lastErrorDiagnosis: z.nullable(DiagnosisSchema()),
+    schemaUpdatedAt: z.nullable(z.string()),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),
@@ -107,11 +109,11 @@ export const Connection = once(() =>
 export const TestResult = once(() =>
   z.object({
     success: z.boolean(),
-    latency: z.number().describe('Milliseconds'),
+    latency: describe(z.number(), 'Milliseconds'),
     message: z.string(),
     schemaIntrospected: z.boolean(),
-    tableCount: z.number().int().optional(),
-    schemaError: z.string().optional(),
+    tableCount: z.optional(z.number().check(z.int())),
+    schemaError: z.optional(z.string()),
   }),
 );
 
@@ -121,19 +123,16 @@ const ColumnSchema = once(() =>
     type: z.string(),
     nullable: z.boolean(),
     primaryKey: z.boolean(),
-    comment: z
-      .string()
-      .max(300)
-      .optional()
-      .describe(
-        "The database's own comment on the column (cleaned, at most 300 characters); absent when none",
-      ),
+    comment: describe(
+      z.optional(z.string().check(z.maxLength(300))),
+      "The database's own comment on the column (cleaned, at most 300 characters); absent when none",
+    ),
   }),
 );
 const TableSchema = once(() =>
   z.object({
     name: z.string(),
-    schema: z.string().optional(),
+    schema: z.optional(z.string()),
     kind: z.enum(['table', 'view', 'collection']),
     columns: z.array(ColumnSchema()),
     primaryKey: z.array(z.string()),
@@ -144,99 +143,103 @@ const TableSchema = once(() =>
         referencedColumns: z.array(z.string()),
       }),
     ),
-    rowEstimate: z.number().nullable(),
-    comment: z
-      .string()
-      .max(300)
-      .optional()
-      .describe(
-        "The database's own comment on the table or view (cleaned, at most 300 characters); absent when none",
-      ),
+    rowEstimate: z.nullable(z.number()),
+    comment: describe(
+      z.optional(z.string().check(z.maxLength(300))),
+      "The database's own comment on the table or view (cleaned, at most 300 characters); absent when none",
+    ),
   }),
 );
 export const SchemaResult = once(() =>
   z.object({
     schema: z.object({ tables: z.array(TableSchema()) }),
-    schemaSummary: z.string().nullable(),
+    schemaSummary: z.nullable(z.string()),
     schemaUpdatedAt: z.string(),
   }),
 );
 
 export const QueryRequest = z.object({
-  sql: z.string().min(1).max(100_000),
-  question: z.string().max(2000).optional(),
-  maxRows: z.number().int().min(1).max(10_000).optional().describe('Row cap, default 1000'),
+  sql: z.string().check(z.minLength(1), z.maxLength(100_000)),
+  question: z.optional(z.string().check(z.maxLength(2000))),
+  maxRows: describe(z.optional(z.number().check(z.int(), z.gte(1), z.lte(10_000))), 'Row cap, default 1000'),
 });
 export const QueryHistoryEntry = once(() =>
   z.object({
     id: z.string(),
     connectionId: z.string(),
-    sequence: z.number().int(),
+    sequence: z.number().check(z.int()),
     source: z.string(),
-    question: z.string().nullable(),
+    question: z.nullable(z.string()),
     sql: z.string(),
     status: z.enum(['SUCCESS', 'FAILED', 'REJECTED', 'TIMEOUT']),
-    rowCount: z.number().int().nullable(),
-    executionTime: z.number().nullable(),
+    rowCount: z.nullable(z.number().check(z.int())),
+    executionTime: z.nullable(z.number()),
     truncated: z.boolean(),
-    error: z.string().nullable(),
-    errorCode: z.string().nullable(),
+    error: z.nullable(z.string()),
+    errorCode: z.nullable(z.string()),
     userId: z.string(),
     createdAt: z.string(),
   }),
 );
 
-const tableName = z.string().trim().min(1).max(256);
-const columnName = z.string().trim().min(1).max(256);
+const tableName = z.string().check(z.trim(), z.minLength(1), z.maxLength(256));
+const columnName = z.string().check(z.trim(), z.minLength(1), z.maxLength(256));
 export const AnnotationCreate = z.object({
   tableName,
-  columnName: columnName.nullable().optional(),
-  annotation: z.string().trim().min(1).max(10_000),
-  dataType: z.string().trim().max(200).nullable().optional(),
-  examples: z.string().max(2000).nullable().optional(),
+  columnName: z.optional(z.nullable(columnName)),
+  annotation: z.string().check(z.trim(), z.minLength(1), z.maxLength(10_000)),
+  dataType: z.optional(z.nullable(z.string().check(z.trim(), z.maxLength(200)))),
+  examples: z.optional(z.nullable(z.string().check(z.maxLength(2000)))),
 });
 export type AnnotationCreate = z.output<typeof AnnotationCreate>;
 export const AnnotationUpdate = z
   .object({
-    annotation: z.string().trim().min(1).max(10_000).optional(),
-    dataType: z.string().trim().max(200).nullable().optional(),
-    examples: z.string().max(2000).nullable().optional(),
+    annotation: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(10_000))),
+    dataType: z.optional(z.nullable(z.string().check(z.trim(), z.maxLength(200)))),
+    examples: z.optional(z.nullable(z.string().check(z.maxLength(2000)))),
   })
-  .refine((b) => Object.keys(b).length > 0, {
-    message: 'Give at least one of annotation, dataType, examples',
-  });
+  .check(
+    z.refine((b) => Object.keys(b).length > 0, {
+      message: 'Give at least one of annotation, dataType, examples',
+    }),
+  );
 export type AnnotationUpdate = z.output<typeof AnnotationUpdate>;
 export const Annotation = once(() =>
   z.object({
     id: z.string(),
     connectionId: z.string(),
     tableName: z.string(),
-    columnName: z.string().nullable(),
+    columnName: z.nullable(z.string()),
     annotation: z.string(),
-    dataType: z.string().nullable(),
-    examples: z.string().nullable(),
-    source: z.enum(['user', 'auto']).describe('Extension: auto annotations never overwrite user ones'),
+    dataType: z.nullable(z.string()),
+    examples: z.nullable(z.string()),
+    source: describe(z.enum(['user', 'auto']), 'Extension: auto annotations never overwrite user ones'),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),
 );
 export const AutoAnnotationRequest = z.object({
-  tables: z.array(tableName).min(1).max(1000).optional().describe('Omit to annotate all tables'),
+  tables: describe(
+    z.optional(z.array(tableName).check(z.minLength(1), z.maxLength(1000))),
+    'Omit to annotate all tables',
+  ),
 });
 export const AutoAnnotationResult = once(() =>
   z.object({
     message: z.string(),
     connectionId: z.string(),
     tables: z.array(z.string()),
-    tableCount: z.number().int(),
+    tableCount: z.number().check(z.int()),
   }),
 );
 
 const AnnotationParams = z.object({
-  id: z.string().min(1).max(200),
-  annotationId: z.string().min(1).max(200),
+  id: z.string().check(z.minLength(1), z.maxLength(200)),
+  annotationId: z.string().check(z.minLength(1), z.maxLength(200)),
 });
-const AnnotationQuery = PageQuery.extend({ table: z.string().min(1).max(256).optional() });
+const AnnotationQuery = z.extend(PageQuery, {
+  table: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+});
 
 const tag = 'Connections';
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { modelAnnotations } from '../ai/annotate';
 import type { AuthContext } from '../auth/context';
 import { refreshEmbeddingIndex } from '../chat/embedding-index';
@@ -25,10 +25,10 @@ import { targetFor } from './target';
  * without a model or on failure; writing, the never-overwrite-a-user rule and sampling stay here.
  */
 export const AnnotateJob = z.object({
-  orgId: z.string().min(1),
-  connectionId: z.string().min(1),
+  orgId: z.string().check(z.minLength(1)),
+  connectionId: z.string().check(z.minLength(1)),
   /** null: every table of the cached schema at the time the job runs. */
-  tables: z.array(z.string()).nullable(),
+  tables: z.nullable(z.array(z.string())),
   requestedBy: z.string(),
   requestedAt: z.string(),
 });

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { outbox } from '../platform/events';
 import type { EventType } from '../platform/events/port';
 import { nowIso } from '../platform/ids';
@@ -26,10 +26,10 @@ import { targetFor } from './target';
 export const FAILURES_TO_DEGRADE = 3;
 
 export const HealthCheckMessage = z.object({
-  orgId: z.string().min(1),
-  connectionId: z.string().min(1),
+  orgId: z.string().check(z.minLength(1)),
+  connectionId: z.string().check(z.minLength(1)),
   /** The fan-out's schedule time (ISO); orders checks and makes repeats no-ops. */
-  slot: z.string().min(1),
+  slot: z.string().check(z.minLength(1)),
 });
 export type HealthCheckMessage = z.infer<typeof HealthCheckMessage>;
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { once } from '../http/endpoint';
 
 /**
@@ -14,8 +14,8 @@ export const QueryResult = once(() =>
   z.object({
     columns: z.array(z.string()),
     rows: z.array(z.record(z.string(), z.unknown())),
-    rowCount: z.number().int(),
+    rowCount: z.number().check(z.int()),
     executionTime: z.number(),
-    truncated: z.boolean().optional(),
+    truncated: z.optional(z.boolean()),
   }),
 );

@@ -1,13 +1,13 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 
 export const Conversation = once(() =>
   z.object({
     id: z.string(),
     orgId: z.string(),
     userId: z.string(),
-    connectionId: z.string().nullable(),
+    connectionId: z.nullable(z.string()),
     title: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -20,29 +20,30 @@ export const Message = once(() =>
     conversationId: z.string(),
     role: z.enum(['USER', 'ASSISTANT']),
     content: z.string(),
-    sqlQuery: z.string().nullable(),
-    resultSummary: z.string().nullable(),
-    promptTokens: z.number().int().nullable(),
-    completionTokens: z.number().int().nullable(),
-    model: z.string().nullable(),
+    sqlQuery: z.nullable(z.string()),
+    resultSummary: z.nullable(z.string()),
+    promptTokens: z.nullable(z.number().check(z.int())),
+    completionTokens: z.nullable(z.number().check(z.int())),
+    model: z.nullable(z.string()),
     createdAt: z.string(),
   }),
 );
 
 export const ConversationWithMessages = once(() =>
-  Conversation().extend({
-    messageCount: z.number().int().describe('All messages of the conversation'),
-    messages: z
-      .array(Message())
-      .describe('The latest 100 messages, oldest first (all of them via /messages)'),
+  z.extend(Conversation(), {
+    messageCount: describe(z.number().check(z.int()), 'All messages of the conversation'),
+    messages: describe(
+      z.array(Message()),
+      'The latest 100 messages, oldest first (all of them via /messages)',
+    ),
   }),
 );
 
-const Title = z.string().trim().min(1).max(200);
+const Title = z.string().check(z.trim(), z.minLength(1), z.maxLength(200));
 
 export const ConversationCreate = z.object({
-  title: Title.optional(),
-  connectionId: z.string().min(1).max(100).nullable().optional(),
+  title: z.optional(Title),
+  connectionId: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(100)))),
 });
 export const ConversationUpdate = z.object({ title: Title });
 
@@ -52,7 +53,9 @@ export const listConversations = endpoint({
   tag: 'Chat',
   summary: 'List the calling user’s conversations, most recently active first',
   scope: 'chat',
-  query: PageQuery.extend({ connectionId: z.string().min(1).max(100).optional() }),
+  query: z.extend(PageQuery, {
+    connectionId: z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
+  }),
   response: () => z.array(Conversation()),
   paginated: true,
 });

@@ -1,6 +1,6 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 import { checkUrl, HEADER_NAME, HEADER_VALUE, isIpLiteral, RESERVED_HEADERS } from '../outbound';
 
 export const KINDS = ['API_KEY_HEADER', 'BEARER', 'BASIC', 'CUSTOM_HEADERS'] as const;
@@ -10,44 +10,51 @@ export type CredentialKind = z.infer<typeof CredentialKind>;
 export const MAX_HOSTS = 20;
 export const MAX_CUSTOM_HEADERS = 20;
 
-const HeaderName = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(HEADER_NAME, 'must be an HTTP header name (an RFC 7230 token)')
-  .refine((n) => !RESERVED_HEADERS.has(n.toLowerCase()), 'this header cannot carry a credential');
+const HeaderName = z.string().check(
+  z.minLength(1),
+  z.maxLength(100),
+  z.regex(HEADER_NAME, 'must be an HTTP header name (an RFC 7230 token)'),
+  z.refine((n) => !RESERVED_HEADERS.has(n.toLowerCase()), 'this header cannot carry a credential'),
+);
 const HeaderValue = z
   .string()
-  .min(1)
-  .max(4096)
-  .regex(HEADER_VALUE, 'must be printable text without CR, LF, NUL or surrounding spaces');
+  .check(
+    z.minLength(1),
+    z.maxLength(4096),
+    z.regex(HEADER_VALUE, 'must be printable text without CR, LF, NUL or surrounding spaces'),
+  );
 
 export const ApiKeyHeaderConfig = z.strictObject({ headerName: HeaderName, value: HeaderValue });
 export const BearerConfig = z.strictObject({
   token: z
     .string()
-    .min(1)
-    .max(4096)
-    .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII without spaces'),
+    .check(
+      z.minLength(1),
+      z.maxLength(4096),
+      z.regex(/^[\x21-\x7e]+$/, 'must be visible ASCII without spaces'),
+    ),
 });
 export const BasicConfig = z.strictObject({
   username: z
     .string()
-    .min(1)
-    .max(256)
-    .regex(/^[^\x00-\x1f\x7f:]+$/, 'must not contain a colon or control characters'),
+    .check(
+      z.minLength(1),
+      z.maxLength(256),
+      z.regex(/^[^\x00-\x1f\x7f:]+$/, 'must not contain a colon or control characters'),
+    ),
   password: z
     .string()
-    .min(1)
-    .max(1024)
-    .regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters'),
+    .check(
+      z.minLength(1),
+      z.maxLength(1024),
+      z.regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters'),
+    ),
 });
 export const CustomHeadersConfig = z.strictObject({
-  headers: z
-    .array(z.strictObject({ name: HeaderName, value: HeaderValue }))
-    .min(1)
-    .max(MAX_CUSTOM_HEADERS)
-    .superRefine((hs, ctx) => {
+  headers: z.array(z.strictObject({ name: HeaderName, value: HeaderValue })).check(
+    z.minLength(1),
+    z.maxLength(MAX_CUSTOM_HEADERS),
+    z.superRefine((hs, ctx) => {
       const seen = new Set<string>();
       hs.forEach((h, i) => {
         const n = h.name.toLowerCase();
@@ -55,6 +62,7 @@ export const CustomHeadersConfig = z.strictObject({
         seen.add(n);
       });
     }),
+  ),
 });
 
 export const configSchemas = {
@@ -90,29 +98,31 @@ export function hostProblem(host: string): string | undefined {
   return undefined;
 }
 
-export const AllowedHosts = z
-  .array(z.string().min(1).max(253))
-  .min(1)
-  .max(MAX_HOSTS)
-  .superRefine((hosts, ctx) => {
-    const seen = new Set<string>();
-    hosts.forEach((h, i) => {
-      const problem = hostProblem(h);
-      if (problem) ctx.addIssue({ code: 'custom', path: [i], message: problem });
-      else if (seen.has(h)) ctx.addIssue({ code: 'custom', path: [i], message: 'host listed twice' });
-      seen.add(h);
-    });
-  })
-  .describe('1 to 20 exact lower-case hostnames (no scheme, port, path, wildcard or IP address)');
+export const AllowedHosts = describe(
+  z.array(z.string().check(z.minLength(1), z.maxLength(253))).check(
+    z.minLength(1),
+    z.maxLength(MAX_HOSTS),
+    z.superRefine((hosts, ctx) => {
+      const seen = new Set<string>();
+      hosts.forEach((h, i) => {
+        const problem = hostProblem(h);
+        if (problem) ctx.addIssue({ code: 'custom', path: [i], message: problem });
+        else if (seen.has(h)) ctx.addIssue({ code: 'custom', path: [i], message: 'host listed twice' });
+        seen.add(h);
+      });
+    }),
+  ),
+  '1 to 20 exact lower-case hostnames (no scheme, port, path, wildcard or IP address)',
+);
 
-const Name = z.string().trim().min(1).max(120);
+const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(120));
 
-const variant = <K extends CredentialKind, C extends z.ZodType>(kind: K, config: C) =>
+const variant = <K extends CredentialKind, C extends z.ZodMiniType>(kind: K, config: C) =>
   z.object({
     name: Name,
     kind: z.literal(kind),
     allowedHosts: AllowedHosts,
-    config: config.describe('Write-only: never returned'),
+    config: describe(config, 'Write-only: never returned'),
   });
 
 export const WorkflowCredentialCreate = z.discriminatedUnion('kind', [
@@ -123,12 +133,13 @@ export const WorkflowCredentialCreate = z.discriminatedUnion('kind', [
 ]);
 
 export const WorkflowCredentialRotate = z.object({
-  config: z
-    .record(z.string(), z.unknown())
-    .describe('Write-only: the new secret configuration, validated for `kind` (given, else the current one)'),
-  kind: CredentialKind.optional().describe('Changes the kind; `config` must then match it'),
-  name: Name.optional(),
-  allowedHosts: AllowedHosts.optional().describe('Replaces the allowed hosts'),
+  config: describe(
+    z.record(z.string(), z.unknown()),
+    'Write-only: the new secret configuration, validated for `kind` (given, else the current one)',
+  ),
+  kind: describe(z.optional(CredentialKind), 'Changes the kind; `config` must then match it'),
+  name: z.optional(Name),
+  allowedHosts: describe(z.optional(AllowedHosts), 'Replaces the allowed hosts'),
 });
 
 export const WorkflowCredential = once(() =>
@@ -138,8 +149,8 @@ export const WorkflowCredential = once(() =>
     kind: CredentialKind,
     allowedHosts: z.array(z.string()),
     hasSecret: z.literal(true),
-    lastTestedAt: z.string().nullable(),
-    lastTestStatus: z.string().nullable(),
+    lastTestedAt: z.nullable(z.string()),
+    lastTestStatus: z.nullable(z.string()),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),

@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import type { AuthContext } from '../auth/context';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';

@@ -1,17 +1,17 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { QueryResult } from '../connections/schemas';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 
 export const WIDGET_TYPES = ['TABLE', 'METRIC', 'LINE', 'BAR', 'AREA', 'PIE', 'SCATTER', 'TEXT'] as const;
 export const MAX_WIDGETS_PER_DASHBOARD = 100;
 export const MAX_CACHE_SECONDS = 86_400;
 export const DEFAULT_CACHE_SECONDS = 60;
 
-const Title = z.string().trim().min(1).max(200);
-const Description = z.string().max(2000).nullable();
-const Sql = z.string().max(100_000).nullable();
-const ConnectionId = z.string().min(1).max(200).nullable();
+const Title = z.string().check(z.trim(), z.minLength(1), z.maxLength(200));
+const Description = z.nullable(z.string().check(z.maxLength(2000)));
+const Sql = z.nullable(z.string().check(z.maxLength(100_000)));
+const ConnectionId = z.nullable(z.string().check(z.minLength(1), z.maxLength(200)));
 
 /** Why a widget `config` string is not acceptable, or undefined when it is. */
 export function configProblem(s: string): string | undefined {
@@ -32,61 +32,61 @@ export function configProblem(s: string): string | undefined {
   return undefined;
 }
 
-const Config = z
-  .string()
-  .max(100_000)
-  .superRefine((s, ctx) => {
-    const problem = configProblem(s);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .describe(
-    'A string holding a JSON object (chart options). `cacheSeconds` (integer 0–86400, default 60; 0 disables) sets how long data results are cached.',
-  );
+const Config = describe(
+  z.string().check(
+    z.maxLength(100_000),
+    z.superRefine((s, ctx) => {
+      const problem = configProblem(s);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  ),
+  'A string holding a JSON object (chart options). `cacheSeconds` (integer 0–86400, default 60; 0 disables) sets how long data results are cached.',
+);
 
 export const DashboardCreate = z.object({
   title: Title,
-  description: Description.optional(),
-  isPublic: z.boolean().default(false),
+  description: z.optional(Description),
+  isPublic: z._default(z.boolean(), false),
 });
 export const DashboardUpdate = z.object({
-  title: Title.optional(),
-  description: Description.optional(),
-  isPublic: z.boolean().optional(),
+  title: z.optional(Title),
+  description: z.optional(Description),
+  isPublic: z.optional(z.boolean()),
 });
 
 export const WidgetCreate = z.object({
   type: z.enum(WIDGET_TYPES),
   title: Title,
-  query: Sql.optional(),
-  connectionId: ConnectionId.optional(),
-  config: Config.default('{}'),
-  width: z.number().int().min(1).max(12).default(6),
-  height: z.number().int().min(1).max(100).default(4),
-  position: z.number().int().min(0).max(10_000).default(0),
+  query: z.optional(Sql),
+  connectionId: z.optional(ConnectionId),
+  config: z._default(Config, '{}'),
+  width: z._default(z.number().check(z.int(), z.gte(1), z.lte(12)), 6),
+  height: z._default(z.number().check(z.int(), z.gte(1), z.lte(100)), 4),
+  position: z._default(z.number().check(z.int(), z.gte(0), z.lte(10_000)), 0),
 });
 export const WidgetUpdate = z.object({
-  type: z.enum(WIDGET_TYPES).optional(),
-  title: Title.optional(),
-  query: Sql.optional(),
-  connectionId: ConnectionId.optional(),
-  config: Config.optional(),
-  width: z.number().int().min(1).max(12).optional(),
-  height: z.number().int().min(1).max(100).optional(),
-  position: z.number().int().min(0).max(10_000).optional(),
+  type: z.optional(z.enum(WIDGET_TYPES)),
+  title: z.optional(Title),
+  query: z.optional(Sql),
+  connectionId: z.optional(ConnectionId),
+  config: z.optional(Config),
+  width: z.optional(z.number().check(z.int(), z.gte(1), z.lte(12))),
+  height: z.optional(z.number().check(z.int(), z.gte(1), z.lte(100))),
+  position: z.optional(z.number().check(z.int(), z.gte(0), z.lte(10_000))),
 });
 
 export const Widget = once(() =>
   z.object({
     id: z.string(),
     dashboardId: z.string(),
-    connectionId: z.string().nullable(),
+    connectionId: z.nullable(z.string()),
     type: z.enum(WIDGET_TYPES),
     title: z.string(),
-    query: z.string().nullable(),
+    query: z.nullable(z.string()),
     config: z.string(),
-    width: z.number().int(),
-    height: z.number().int(),
-    position: z.number().int(),
+    width: z.number().check(z.int()),
+    height: z.number().check(z.int()),
+    position: z.number().check(z.int()),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),
@@ -96,7 +96,7 @@ export const Dashboard = once(() =>
     id: z.string(),
     orgId: z.string(),
     title: z.string(),
-    description: z.string().nullable(),
+    description: z.nullable(z.string()),
     isPublic: z.boolean(),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -105,19 +105,23 @@ export const Dashboard = once(() =>
 );
 /** The QueryResult of the widget's query, with where it came from (the widget result cache or fresh). */
 export const WidgetData = once(() =>
-  QueryResult().extend({
-    cached: z.boolean().describe('True when the result came from the widget cache'),
-    cachedAt: z.string().nullable().describe('When the cached result was computed; null for a fresh result'),
-    cacheSkipped: z
-      .enum(['DISABLED', 'TOO_LARGE'])
-      .optional()
-      .describe(
-        'Why a fresh result was not stored: caching is off for the widget, or its JSON exceeds 350 KB',
-      ),
+  z.extend(QueryResult(), {
+    cached: describe(z.boolean(), 'True when the result came from the widget cache'),
+    cachedAt: describe(
+      z.nullable(z.string()),
+      'When the cached result was computed; null for a fresh result',
+    ),
+    cacheSkipped: describe(
+      z.optional(z.enum(['DISABLED', 'TOO_LARGE'])),
+      'Why a fresh result was not stored: caching is off for the widget, or its JSON exceeds 350 KB',
+    ),
   }),
 );
 
-const WidgetParams = z.object({ id: z.string().min(1).max(200), widgetId: z.string().min(1).max(200) });
+const WidgetParams = z.object({
+  id: z.string().check(z.minLength(1), z.maxLength(200)),
+  widgetId: z.string().check(z.minLength(1), z.maxLength(200)),
+});
 const tag = 'Dashboards';
 const scope = 'dashboards' as const;
 

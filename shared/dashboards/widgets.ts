@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import type { AuthContext } from '../auth/context';
 import { connectionForUse, executeReadOnly } from '../connections/execute';
 import { AppError, notFound, validationError } from '../platform/errors';

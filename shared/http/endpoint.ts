@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/v4/core';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 export type Scope =
@@ -23,7 +23,7 @@ export const SCOPES: readonly Scope[] = [
   'admin',
 ];
 
-type AnyObject = z.ZodObject<any>;
+type AnyObject = z.$ZodObject<any>;
 
 /**
  * What an endpoint is, independent of how it is served: method, path, guard and schemas. The same
@@ -32,7 +32,7 @@ type AnyObject = z.ZodObject<any>;
 export interface EndpointSpec<
   P extends AnyObject | undefined = AnyObject | undefined,
   Q extends AnyObject | undefined = AnyObject | undefined,
-  B extends z.ZodType | undefined = z.ZodType | undefined,
+  B extends z.$ZodType | undefined = z.$ZodType | undefined,
 > {
   method: Method;
   /** Path below /v1 with `{name}` parameters, e.g. `/connections/{id}`. */
@@ -59,7 +59,7 @@ export interface EndpointSpec<
    * function (see `once`) so that it is built when the OpenAPI document is generated, not at every cold
    * start of the function that serves the route.
    */
-  response?: z.ZodType | (() => z.ZodType);
+  response?: z.$ZodType | (() => z.$ZodType);
   paginated?: boolean;
   /** Extra error statuses to document. */
   errors?: number[];
@@ -68,14 +68,14 @@ export interface EndpointSpec<
 export const endpoint = <
   P extends AnyObject | undefined = undefined,
   Q extends AnyObject | undefined = undefined,
-  B extends z.ZodType | undefined = undefined,
+  B extends z.$ZodType | undefined = undefined,
 >(
   spec: EndpointSpec<P, Q, B>,
 ): EndpointSpec<P, Q, B> => spec;
 
 export type Infer<T> = [NonNullable<T>] extends [never]
   ? Record<string, never>
-  : NonNullable<T> extends z.ZodType
+  : NonNullable<T> extends z.$ZodType
     ? z.output<NonNullable<T>>
     : Record<string, never>;
 

@@ -1,7 +1,7 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import type { EndpointSpec } from './endpoint';
 
-const jsonSchema = (s: z.ZodType, io: 'input' | 'output') => {
+const jsonSchema = (s: z.core.$ZodType, io: 'input' | 'output') => {
   const out = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
     string,
     unknown
@@ -47,7 +47,7 @@ export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const spec of specs) {
     const params: unknown[] = [];
-    const addParams = (schema: z.ZodObject<any> | undefined, where: 'path' | 'query') => {
+    const addParams = (schema: z.core.$ZodObject | undefined, where: 'path' | 'query') => {
       if (!schema) return;
       const js = jsonSchema(schema, 'input') as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, s] of Object.entries(js.properties ?? {}))

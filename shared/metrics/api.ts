@@ -1,33 +1,34 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 
-const Name = z.string().trim().min(1).max(120);
-const Text = z.string().max(2000).nullable();
+const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(120));
+const Text = z.nullable(z.string().check(z.maxLength(2000)));
 
 export const MetricCreate = z.object({
   name: Name,
-  formula: z.string().min(1).max(100_000).describe('SQL; the first column of the first row is the value'),
-  description: Text.optional(),
-  connectionId: z.string().min(1).max(200).nullable().optional(),
-  unit: z.string().max(40).nullable().optional(),
-  dimensions: Text.optional(),
+  formula: describe(
+    z.string().check(z.minLength(1), z.maxLength(100_000)),
+    'SQL; the first column of the first row is the value',
+  ),
+  description: z.optional(Text),
+  connectionId: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(200)))),
+  unit: z.optional(z.nullable(z.string().check(z.maxLength(40)))),
+  dimensions: z.optional(Text),
 });
 export const MetricUpdate = z.object({
-  name: Name.optional(),
-  formula: z.string().min(1).max(100_000).optional(),
-  description: Text.optional(),
-  connectionId: z.string().min(1).max(200).nullable().optional(),
-  unit: z.string().max(40).nullable().optional(),
-  dimensions: Text.optional(),
+  name: z.optional(Name),
+  formula: z.optional(z.string().check(z.minLength(1), z.maxLength(100_000))),
+  description: z.optional(Text),
+  connectionId: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(200)))),
+  unit: z.optional(z.nullable(z.string().check(z.maxLength(40)))),
+  dimensions: z.optional(Text),
 });
 export const MetricValueQuery = z.object({
-  connectionId: z
-    .string()
-    .min(1)
-    .max(200)
-    .optional()
-    .describe("Evaluate on this connection instead of the metric's"),
+  connectionId: describe(
+    z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+    "Evaluate on this connection instead of the metric's",
+  ),
 });
 
 export const MetricDefinition = once(() =>
@@ -35,19 +36,19 @@ export const MetricDefinition = once(() =>
     id: z.string(),
     orgId: z.string(),
     name: z.string(),
-    description: z.string().nullable(),
+    description: z.nullable(z.string()),
     formula: z.string(),
-    connectionId: z.string().nullable(),
-    unit: z.string().nullable(),
-    dimensions: z.string().nullable(),
+    connectionId: z.nullable(z.string()),
+    unit: z.nullable(z.string()),
+    dimensions: z.nullable(z.string()),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),
 );
 export const MetricValue = once(() =>
   z.object({
-    value: z.unknown().describe('First column of the first row; null when the formula returns no rows'),
-    unit: z.string().nullable(),
+    value: describe(z.unknown(), 'First column of the first row; null when the formula returns no rows'),
+    unit: z.nullable(z.string()),
     asOf: z.string(),
     executionTime: z.number(),
   }),

@@ -1,87 +1,105 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { QueryResult } from '../connections/schemas';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 import { PARAM_TYPES } from './values';
 
 export const MAX_PARAMETERS = 50;
 
-const Name = z.string().trim().min(1).max(120);
-const Description = z.string().max(2000).nullable();
-const Query = z.string().min(1).max(100_000);
-const ConnectionId = z.string().min(1).max(200);
+const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(120));
+const Description = z.nullable(z.string().check(z.maxLength(2000)));
+const Query = z.string().check(z.minLength(1), z.maxLength(100_000));
+const ConnectionId = z.string().check(z.minLength(1), z.maxLength(200));
 
 /** A JSON array given as an array or as a string holding one (the interface's `parameters` is a string). */
-const jsonArray = <T extends z.ZodType>(item: T, max: number) =>
-  z.preprocess((v, ctx) => {
-    if (typeof v !== 'string') return v;
-    try {
-      return JSON.parse(v);
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be a JSON array (or a string holding one)', input: v });
-      return z.NEVER;
-    }
-  }, z.array(item).max(max));
+const jsonArray = <T extends z.ZodMiniType>(item: T, max: number) =>
+  z.pipe(
+    z.transform((v, ctx) => {
+      if (typeof v !== 'string') return v;
+      try {
+        return JSON.parse(v);
+      } catch {
+        // zod/mini's transform context has no addIssue: the issue goes on the list it would have added it to.
+        ctx.issues.push({
+          code: 'custom',
+          message: 'must be a JSON array (or a string holding one)',
+          input: v,
+        });
+        return z.NEVER;
+      }
+    }),
+    z.array(item).check(z.maxLength(max)),
+  );
 
 export const ParamDefInput = z.object({
   name: z
     .string()
-    .regex(
-      /^[A-Za-z_][A-Za-z0-9_]{0,62}$/,
-      'must be letters, digits and underscores, not starting with a digit',
+    .check(
+      z.regex(
+        /^[A-Za-z_][A-Za-z0-9_]{0,62}$/,
+        'must be letters, digits and underscores, not starting with a digit',
+      ),
     ),
   type: z.enum(PARAM_TYPES),
-  required: z.boolean().default(false),
-  default: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional(),
+  required: z._default(z.boolean(), false),
+  default: z.optional(z.union([z.string(), z.number(), z.boolean(), z.null()])),
 });
 
-const Parameters = jsonArray(ParamDefInput, MAX_PARAMETERS).describe(
+const Parameters = describe(
+  jsonArray(ParamDefInput, MAX_PARAMETERS),
   'Parameter definitions {name, type, required, default} for the {{name}} placeholders; an array or a string holding the JSON array',
 );
 
 /** Tags as a string, or an array of strings stored comma-separated. */
-const Tags = z
-  .union([
-    z.string().max(500),
-    z
-      .array(
-        z
-          .string()
-          .trim()
-          .min(1)
-          .max(60)
-          .regex(/^[^,]+$/, 'a tag cannot contain a comma'),
-      )
-      .max(30)
-      .transform((a) => a.join(',')),
-  ])
-  .nullable();
+const Tags = z.nullable(
+  z.union([
+    z.string().check(z.maxLength(500)),
+    z.pipe(
+      z
+        .array(
+          z
+            .string()
+            .check(
+              z.trim(),
+              z.minLength(1),
+              z.maxLength(60),
+              z.regex(/^[^,]+$/, 'a tag cannot contain a comma'),
+            ),
+        )
+        .check(z.maxLength(30)),
+      z.transform((a) => a.join(',')),
+    ),
+  ]),
+);
 
 export const SavedQueryCreate = z.object({
   name: Name,
   query: Query,
   connectionId: ConnectionId,
-  description: Description.optional(),
-  parameters: Parameters.default([]),
-  tags: Tags.optional(),
-  isPublic: z.boolean().default(true),
+  description: z.optional(Description),
+  parameters: z._default(Parameters, []),
+  tags: z.optional(Tags),
+  isPublic: z._default(z.boolean(), true),
 });
 export const SavedQueryUpdate = z.object({
-  name: Name.optional(),
-  query: Query.optional(),
-  connectionId: ConnectionId.optional(),
-  description: Description.optional(),
-  parameters: Parameters.optional(),
-  tags: Tags.optional(),
-  isPublic: z.boolean().optional(),
+  name: z.optional(Name),
+  query: z.optional(Query),
+  connectionId: z.optional(ConnectionId),
+  description: z.optional(Description),
+  parameters: z.optional(Parameters),
+  tags: z.optional(Tags),
+  isPublic: z.optional(z.boolean()),
 });
 export const SavedQueryRun = z.object({
-  params: z.record(z.string(), z.unknown()).default({}),
-  maxRows: z.number().int().min(1).max(10_000).optional(),
+  params: z._default(z.record(z.string(), z.unknown()), {}),
+  maxRows: z.optional(z.number().check(z.int(), z.gte(1), z.lte(10_000))),
 });
-export const SavedQueryListQuery = PageQuery.extend({
-  connectionId: z.string().min(1).max(200).optional(),
-  tags: z.string().min(1).max(200).optional().describe('Substring of the tags (case-insensitive)'),
+export const SavedQueryListQuery = z.extend(PageQuery, {
+  connectionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  tags: describe(
+    z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+    'Substring of the tags (case-insensitive)',
+  ),
 });
 
 export const SavedQuery = once(() =>
@@ -90,10 +108,10 @@ export const SavedQuery = once(() =>
     orgId: z.string(),
     connectionId: z.string(),
     name: z.string(),
-    description: z.string().nullable(),
+    description: z.nullable(z.string()),
     query: z.string(),
-    parameters: z.string().describe('JSON array of {name, type, required, default}'),
-    tags: z.string().nullable(),
+    parameters: describe(z.string(), 'JSON array of {name, type, required, default}'),
+    tags: z.nullable(z.string()),
     isPublic: z.boolean(),
     createdAt: z.string(),
     updatedAt: z.string(),

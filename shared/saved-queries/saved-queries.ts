@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import type { AuthContext } from '../auth/context';
 import type { DbType } from '../connections/drivers/types';
 import { connectionForUse, executeReadOnly } from '../connections/execute';

@@ -1,6 +1,6 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { PageQuery } from '../http/schemas';
+import { describe, PageQuery } from '../http/schemas';
 
 export const UsageRecord = once(() =>
   z.object({
@@ -8,9 +8,9 @@ export const UsageRecord = once(() =>
     orgId: z.string(),
     userId: z.string(),
     model: z.string(),
-    promptTokens: z.number().int(),
-    completionTokens: z.number().int(),
-    costCents: z.number().describe('US cents, fractional allowed'),
+    promptTokens: z.number().check(z.int()),
+    completionTokens: z.number().check(z.int()),
+    costCents: describe(z.number(), 'US cents, fractional allowed'),
     feature: z.enum(['chat', 'schema_summary', 'auto_annotation', 'schema_embedding', 'chat_embedding']),
     createdAt: z.string(),
   }),
@@ -18,7 +18,7 @@ export const UsageRecord = once(() =>
 
 export const Budget = once(() =>
   z.object({
-    remaining: z.number().describe('Non-expiring individual balance in US cents (fractional allowed)'),
+    remaining: describe(z.number(), 'Non-expiring individual balance in US cents (fractional allowed)'),
     currency: z.literal('USD'),
     expires: z.literal(false),
     periodStart: z.null(),
@@ -27,12 +27,10 @@ export const Budget = once(() =>
 );
 
 const UserFilter = z.object({
-  userId: z
-    .string()
-    .min(1)
-    .max(100)
-    .optional()
-    .describe('Admins only: another user of the organization (default: the calling user)'),
+  userId: describe(
+    z.optional(z.string().check(z.minLength(1), z.maxLength(100))),
+    'Admins only: another user of the organization (default: the calling user)',
+  ),
 });
 
 export const listUsage = endpoint({
@@ -41,7 +39,7 @@ export const listUsage = endpoint({
   tag: 'Usage',
   summary: 'List usage records of the calling user (one per model call), newest first',
   scope: 'usage',
-  query: PageQuery.extend(UserFilter.shape),
+  query: z.extend(PageQuery, UserFilter.shape),
   response: () => z.array(UsageRecord()),
   paginated: true,
   errors: [403, 404],

@@ -1,30 +1,30 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 import { EVENT_TYPES } from '../platform/events/port';
 
-const Url = z.string().trim().min(1).max(2048).describe('https://host/path on port 443 (public address)');
-const Events = z
-  .array(z.string().max(100))
-  .min(1)
-  .max(EVENT_TYPES.length + 1)
-  .describe(`Event types (${EVENT_TYPES.join(', ')}), or the single entry "*" for all`);
+const Url = describe(
+  z.string().check(z.trim(), z.minLength(1), z.maxLength(2048)),
+  'https://host/path on port 443 (public address)',
+);
+const Events = describe(
+  z.array(z.string().check(z.maxLength(100))).check(z.minLength(1), z.maxLength(EVENT_TYPES.length + 1)),
+  `Event types (${EVENT_TYPES.join(', ')}), or the single entry "*" for all`,
+);
 
 export const WebhookEndpointCreate = z.object({
   url: Url,
   events: Events,
-  isActive: z.boolean().default(true),
+  isActive: z._default(z.boolean(), true),
 });
 export const WebhookEndpointUpdate = z.object({
-  url: Url.optional(),
-  events: Events.optional(),
-  isActive: z.boolean().optional(),
-  rotateSecret: z
-    .literal(true)
-    .optional()
-    .describe(
-      'Extension: issue a new secret (shown once in this answer); the old one keeps signing beside it for 24 hours',
-    ),
+  url: z.optional(Url),
+  events: z.optional(Events),
+  isActive: z.optional(z.boolean()),
+  rotateSecret: describe(
+    z.optional(z.literal(true)),
+    'Extension: issue a new secret (shown once in this answer); the old one keeps signing beside it for 24 hours',
+  ),
 });
 
 export const WebhookEndpoint = once(() =>
@@ -32,15 +32,16 @@ export const WebhookEndpoint = once(() =>
     id: z.string(),
     orgId: z.string(),
     url: z.string(),
-    secret: z
-      .string()
-      .describe('The full secret only when created or rotated; later reads show whsec_… + last 4'),
+    secret: describe(
+      z.string(),
+      'The full secret only when created or rotated; later reads show whsec_… + last 4',
+    ),
     events: z.array(z.string()),
     isActive: z.boolean(),
-    previousSecretExpiresAt: z
-      .string()
-      .nullable()
-      .describe('Extension: while set, deliveries carry a second signature made with the previous secret'),
+    previousSecretExpiresAt: describe(
+      z.nullable(z.string()),
+      'Extension: while set, deliveries carry a second signature made with the previous secret',
+    ),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),
@@ -50,15 +51,15 @@ export const WebhookDelivery = once(() =>
   z.object({
     id: z.string(),
     endpointId: z.string(),
-    event: z.string().describe('Event type'),
-    eventId: z.string().describe('Extension: the event id (= webhook-id header)'),
-    payload: z.string().describe('The JSON body sent: { id, type, createdAt, orgId, data }'),
-    status: z.enum(['PENDING', 'SUCCESS', 'FAILED']).describe('Extension'),
-    statusCode: z.number().int().nullable(),
-    attempts: z.number().int(),
-    deliveredAt: z.string().nullable(),
-    nextAttemptAt: z.string().nullable().describe('Extension: when the next retry is due'),
-    error: z.string().nullable().describe('Extension: why the last attempt failed'),
+    event: describe(z.string(), 'Event type'),
+    eventId: describe(z.string(), 'Extension: the event id (= webhook-id header)'),
+    payload: describe(z.string(), 'The JSON body sent: { id, type, createdAt, orgId, data }'),
+    status: describe(z.enum(['PENDING', 'SUCCESS', 'FAILED']), 'Extension'),
+    statusCode: z.nullable(z.number().check(z.int())),
+    attempts: z.number().check(z.int()),
+    deliveredAt: z.nullable(z.string()),
+    nextAttemptAt: describe(z.nullable(z.string()), 'Extension: when the next retry is due'),
+    error: describe(z.nullable(z.string()), 'Extension: why the last attempt failed'),
     createdAt: z.string(),
   }),
 );
@@ -67,7 +68,7 @@ export const WebhookTestResult = once(() =>
   z.object({
     delivery: WebhookDelivery(),
     success: z.boolean(),
-    error: z.string().nullable(),
+    error: z.nullable(z.string()),
   }),
 );
 

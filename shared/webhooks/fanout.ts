@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import type { OutboxEvent } from '../platform/events';
 import { getEvent, markDispatched, pendingEventsBefore } from '../platform/events';
 import { newId } from '../platform/ids';
@@ -7,9 +7,9 @@ import { enqueueAttempt } from './schedule';
 import { type DeliveryRecord, type EndpointRecord, webhookStore } from './store';
 
 export const FanoutMessage = z.object({
-  orgId: z.string().min(1).max(200),
-  eventId: z.string().min(1).max(200),
-  createdAt: z.string().min(1).max(40),
+  orgId: z.string().check(z.minLength(1), z.maxLength(200)),
+  eventId: z.string().check(z.minLength(1), z.maxLength(200)),
+  createdAt: z.string().check(z.minLength(1), z.maxLength(40)),
 });
 
 /** The body every endpoint receives for an event (signed as is). */

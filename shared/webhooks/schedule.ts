@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { config } from '../platform/config';
 import { queue } from '../platform/queue';
 
@@ -14,12 +14,12 @@ export const MAX_QUEUE_DELAY_SECONDS = 900;
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 export const DeliveryMessage = z.object({
-  orgId: z.string().min(1).max(200),
-  endpointId: z.string().min(1).max(200),
-  seq: z.number().int().min(1),
-  attempt: z.number().int().min(1).max(MAX_ATTEMPTS),
+  orgId: z.string().check(z.minLength(1), z.maxLength(200)),
+  endpointId: z.string().check(z.minLength(1), z.maxLength(200)),
+  seq: z.number().check(z.int(), z.gte(1)),
+  attempt: z.number().check(z.int(), z.gte(1), z.lte(MAX_ATTEMPTS)),
   /** Epoch ms before which the attempt must not run (retries beyond one queue delay). */
-  notBefore: z.number().int().optional(),
+  notBefore: z.optional(z.number().check(z.int())),
 });
 export type DeliveryMessage = z.infer<typeof DeliveryMessage>;
 

@@ -1,72 +1,75 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { endpoint, once } from '../http/endpoint';
-import { Deleted, IdParams, PageQuery } from '../http/schemas';
+import { Deleted, describe, IdParams, PageQuery } from '../http/schemas';
 
 export const MAX_STEPS = 5;
 export const MAX_ACTIONS = 10;
 export const MAX_QUERY_CHARS = 100_000;
 
-const Id = z.string().min(1).max(200);
-const Name = z.string().trim().min(1).max(200);
-const Description = z.string().max(2000);
-const Order = z.number().int().min(0).max(1000);
+const Id = z.string().check(z.minLength(1), z.maxLength(200));
+const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(200));
+const Description = z.string().check(z.maxLength(2000));
+const Order = z.number().check(z.int(), z.gte(0), z.lte(1000));
 
 export const WorkflowStepInput = z.object({
-  query: z.string().min(1).max(MAX_QUERY_CHARS).describe('SQL (or a MongoDB JSON query): one read statement'),
-  name: z.string().trim().min(1).max(200).optional(),
-  stopIfEmpty: z.boolean().default(false),
-  order: Order.optional().describe('Run order (unique; default: position in the array)'),
-  connectionId: Id.nullable().optional().describe("Overrides the workflow's connection for this step"),
+  query: describe(
+    z.string().check(z.minLength(1), z.maxLength(MAX_QUERY_CHARS)),
+    'SQL (or a MongoDB JSON query): one read statement',
+  ),
+  name: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(200))),
+  stopIfEmpty: z._default(z.boolean(), false),
+  order: describe(z.optional(Order), 'Run order (unique; default: position in the array)'),
+  connectionId: describe(z.optional(z.nullable(Id)), "Overrides the workflow's connection for this step"),
 });
 export const WorkflowActionInput = z.object({
   type: z.enum(['EMAIL', 'WEBHOOK']),
-  config: z
-    .union([z.string(), z.record(z.string(), z.unknown())])
-    .describe('A WebhookActionConfig, an email action configuration object, or a JSON-encoded string'),
-  order: Order.optional().describe('Unique; default: position in the array'),
+  config: describe(
+    z.union([z.string(), z.record(z.string(), z.unknown())]),
+    'A WebhookActionConfig, an email action configuration object, or a JSON-encoded string',
+  ),
+  order: describe(z.optional(Order), 'Unique; default: position in the array'),
 });
-const TriggerConfig = z
-  .union([z.string(), z.record(z.string(), z.unknown())])
-  .nullable()
-  .describe(
-    'A ScheduleConfig object or a JSON-encoded string; `timezone` (IANA, default UTC) is an extension',
-  );
+const TriggerConfig = describe(
+  z.nullable(z.union([z.string(), z.record(z.string(), z.unknown())])),
+  'A ScheduleConfig object or a JSON-encoded string; `timezone` (IANA, default UTC) is an extension',
+);
 
 export const WorkflowCreate = z.object({
   name: Name,
-  description: Description.optional(),
-  connectionId: Id.nullable().optional(),
-  projectId: Id.nullable().optional(),
+  description: z.optional(Description),
+  connectionId: z.optional(z.nullable(Id)),
+  projectId: z.optional(z.nullable(Id)),
   triggerType: z.enum(['MANUAL', 'SCHEDULE']),
-  triggerConfig: TriggerConfig.optional(),
-  steps: z.array(WorkflowStepInput).min(1).max(MAX_STEPS),
-  actions: z.array(WorkflowActionInput).max(MAX_ACTIONS).optional(),
+  triggerConfig: z.optional(TriggerConfig),
+  steps: z.array(WorkflowStepInput).check(z.minLength(1), z.maxLength(MAX_STEPS)),
+  actions: z.optional(z.array(WorkflowActionInput).check(z.maxLength(MAX_ACTIONS))),
 });
 export const WorkflowUpdate = z.object({
-  name: Name.optional(),
-  description: Description.optional(),
-  connectionId: Id.nullable().optional(),
-  projectId: Id.nullable().optional(),
-  triggerType: z.enum(['MANUAL', 'SCHEDULE']).optional(),
-  triggerConfig: TriggerConfig.optional(),
-  steps: z.array(WorkflowStepInput).min(1).max(MAX_STEPS).optional(),
-  actions: z.array(WorkflowActionInput).max(MAX_ACTIONS).optional(),
-  expectedDraftRevision: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe('Required whenever a draft field, step or action changes'),
-  acknowledgedWarnings: z.array(z.string().max(2000)).max(100).optional(),
-  isActive: z.boolean().optional(),
+  name: z.optional(Name),
+  description: z.optional(Description),
+  connectionId: z.optional(z.nullable(Id)),
+  projectId: z.optional(z.nullable(Id)),
+  triggerType: z.optional(z.enum(['MANUAL', 'SCHEDULE'])),
+  triggerConfig: z.optional(TriggerConfig),
+  steps: z.optional(z.array(WorkflowStepInput).check(z.minLength(1), z.maxLength(MAX_STEPS))),
+  actions: z.optional(z.array(WorkflowActionInput).check(z.maxLength(MAX_ACTIONS))),
+  expectedDraftRevision: describe(
+    z.optional(z.number().check(z.int(), z.gte(1))),
+    'Required whenever a draft field, step or action changes',
+  ),
+  acknowledgedWarnings: z.optional(z.array(z.string().check(z.maxLength(2000))).check(z.maxLength(100))),
+  isActive: z.optional(z.boolean()),
 });
 export type WorkflowCreate = z.output<typeof WorkflowCreate>;
 export type WorkflowUpdate = z.output<typeof WorkflowUpdate>;
 
 export const ActionTestBody = z.object({
-  confirmDelivery: z.boolean().optional().describe('Must be true: the action is sent for real'),
+  confirmDelivery: describe(z.optional(z.boolean()), 'Must be true: the action is sent for real'),
 });
-export const ActionParams = z.object({ id: Id, order: z.coerce.number().int().min(0).max(1000) });
+export const ActionParams = z.object({
+  id: Id,
+  order: z.coerce.number().check(z.int(), z.gte(0), z.lte(1000)),
+});
 
 const WorkflowStep = z.object({
   id: z.string(),
@@ -74,12 +77,12 @@ const WorkflowStep = z.object({
   query: z.string(),
   stopIfEmpty: z.boolean(),
   order: z.number(),
-  connectionId: z.string().nullable(),
+  connectionId: z.nullable(z.string()),
 });
 const WorkflowAction = z.object({
   id: z.string(),
   type: z.string(),
-  config: z.string().describe('Sanitized JSON'),
+  config: describe(z.string(), 'Sanitized JSON'),
   order: z.number(),
 });
 export const Workflow = once(() =>
@@ -88,15 +91,15 @@ export const Workflow = once(() =>
     orgId: z.string(),
     name: z.string(),
     description: z.string(),
-    connectionId: z.string().nullable(),
-    projectId: z.string().nullable(),
+    connectionId: z.nullable(z.string()),
+    projectId: z.nullable(z.string()),
     triggerType: z.string(),
-    triggerConfig: z.string().nullable(),
+    triggerConfig: z.nullable(z.string()),
     isActive: z.boolean(),
     draftRevision: z.number(),
-    publishedVersion: z.number().nullable(),
-    publishedDraftRevision: z.number().nullable(),
-    publishedAt: z.string().nullable(),
+    publishedVersion: z.nullable(z.number()),
+    publishedDraftRevision: z.nullable(z.number()),
+    publishedAt: z.nullable(z.string()),
     hasUnpublishedChanges: z.boolean(),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -107,20 +110,20 @@ export const Workflow = once(() =>
 const Attempt = z.object({
   id: z.string(),
   runId: z.string(),
-  actionId: z.string().nullable(),
+  actionId: z.nullable(z.string()),
   actionOrder: z.number(),
   attempt: z.number(),
   status: z.string(),
   method: z.string(),
   url: z.string(),
   requestBodyBytes: z.number(),
-  statusCode: z.number().nullable(),
-  durationMs: z.number().nullable(),
-  responseHeaders: z.string().nullable(),
-  responseBody: z.string().nullable(),
-  error: z.string().nullable(),
+  statusCode: z.nullable(z.number()),
+  durationMs: z.nullable(z.number()),
+  responseHeaders: z.nullable(z.string()),
+  responseBody: z.nullable(z.string()),
+  error: z.nullable(z.string()),
   startedAt: z.string(),
-  completedAt: z.string().nullable(),
+  completedAt: z.nullable(z.string()),
 });
 export const WorkflowRun = once(() =>
   z.object({
@@ -128,22 +131,22 @@ export const WorkflowRun = once(() =>
     workflowId: z.string(),
     trigger: z.string(),
     status: z.string(),
-    definitionVersion: z.number().nullable(),
-    draftRevision: z.number().describe('Extension: the draft revision the run executed'),
-    scheduledFor: z.string().nullable(),
-    stepResults: z.string().nullable(),
-    actionResults: z.string().nullable(),
-    durationMs: z.number().nullable(),
-    error: z.string().nullable(),
+    definitionVersion: z.nullable(z.number()),
+    draftRevision: describe(z.number(), 'Extension: the draft revision the run executed'),
+    scheduledFor: z.nullable(z.string()),
+    stepResults: z.nullable(z.string()),
+    actionResults: z.nullable(z.string()),
+    durationMs: z.nullable(z.number()),
+    error: z.nullable(z.string()),
     startedAt: z.string(),
-    completedAt: z.string().nullable(),
+    completedAt: z.nullable(z.string()),
     actionAttempts: z.array(Attempt),
   }),
 );
 export const WorkflowPreview = once(() =>
   z.object({
     workflowId: z.string(),
-    draftRevision: z.number().nullable(),
+    draftRevision: z.nullable(z.number()),
     status: z.enum(['READY', 'CONDITION_NOT_MET', 'FAILED']),
     wouldRunActions: z.boolean(),
     actionsConfigured: z.number(),
@@ -158,7 +161,7 @@ export const WorkflowPreview = once(() =>
         rows: z.array(z.record(z.string(), z.unknown())),
         executionTimeMs: z.number(),
         conditionMet: z.boolean(),
-        error: z.string().nullable(),
+        error: z.nullable(z.string()),
       }),
     ),
   }),

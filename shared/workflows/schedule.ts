@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import { describe } from '../http/schemas';
 import { validationError } from '../platform/errors';
 import { assertTimeZone } from '../platform/scheduler/expression';
 
@@ -6,23 +7,23 @@ import { assertTimeZone } from '../platform/scheduler/expression';
  * ScheduleConfig (interface.md), discriminated by `preset`, plus the `timezone` extension (an IANA
  * name, default UTC; decisions §8).
  */
-const Minute = z.number().int().min(0).max(59);
-const Hour = z.number().int().min(0).max(23);
-const TimeZone = z.string().min(1).max(64).optional();
+const Minute = z.number().check(z.int(), z.gte(0), z.lte(59));
+const Hour = z.number().check(z.int(), z.gte(0), z.lte(23));
+const TimeZone = z.optional(z.string().check(z.minLength(1), z.maxLength(64)));
 
 export const ScheduleConfig = z.discriminatedUnion('preset', [
   z.object({
     preset: z.literal('EVERY_N_MINUTES'),
-    minutes: z.number().int().min(5).max(43_200),
+    minutes: z.number().check(z.int(), z.gte(5), z.lte(43_200)),
     timezone: TimeZone,
   }),
   z.object({ preset: z.literal('HOURLY'), timezone: TimeZone }),
-  z.object({ preset: z.literal('DAILY'), hour: Hour, minute: Minute.default(0), timezone: TimeZone }),
+  z.object({ preset: z.literal('DAILY'), hour: Hour, minute: z._default(Minute, 0), timezone: TimeZone }),
   z.object({
     preset: z.literal('WEEKLY'),
-    dayOfWeek: z.number().int().min(0).max(6).describe('0 = Sunday … 6 = Saturday'),
+    dayOfWeek: describe(z.number().check(z.int(), z.gte(0), z.lte(6)), '0 = Sunday … 6 = Saturday'),
     hour: Hour,
-    minute: Minute.default(0),
+    minute: z._default(Minute, 0),
     timezone: TimeZone,
   }),
 ]);

@@ -1,5 +1,5 @@
 import type { MiddlewareObj } from '@middy/core';
-import type * as z from 'zod';
+import * as z from 'zod/mini';
 import { validationError } from '../../platform/errors';
 import type { HttpRequest } from './state';
 
@@ -12,9 +12,9 @@ export function validate(): MiddlewareObj {
       const req = request as unknown as HttpRequest;
       const spec = req.state.route!.spec;
       const issues: Issue[] = [];
-      const check = (where: string, schema: z.ZodType | undefined, value: unknown) => {
+      const check = (where: string, schema: z.core.$ZodType | undefined, value: unknown) => {
         if (!schema) return value;
-        const r = schema.safeParse(value);
+        const r = z.safeParse(schema, value);
         if (r.success) return r.data;
         for (const i of r.error.issues)
           issues.push({ path: [where, ...i.path.map(String)].join('.'), message: i.message, code: i.code });

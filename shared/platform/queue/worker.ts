@@ -1,6 +1,6 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type * as z from 'zod';
+import type * as z from 'zod/mini';
 import { logger } from '../logger';
 
 export interface QueueRecordMeta {
@@ -22,7 +22,7 @@ export type QueueWorkerHandler = (event: SQSEvent, context?: Context) => Promise
  */
 export function queueWorker<T = unknown>(
   handle: (body: T, meta: QueueRecordMeta) => Promise<void>,
-  opts: { schema?: z.ZodType<T>; processInParallel?: boolean } = {},
+  opts: { schema?: z.ZodMiniType<T>; processInParallel?: boolean } = {},
 ): QueueWorkerHandler {
   return async (event, context) => {
     const processor = new BatchProcessor(EventType.SQS);

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { templateProblems } from './template';
 
 /**
@@ -68,119 +68,151 @@ const SECRET_QUERY =
 const noLineBreaks = (s: string) => !/[\r\n\0]/.test(s);
 
 const headerSchema = z.strictObject({
-  name: z
-    .string()
-    .min(1, 'a header name is required')
-    .max(LIMITS.headerName, `at most ${LIMITS.headerName} characters`)
-    .regex(TOKEN, "a header name is an HTTP token (letters, digits and !#$%&'*+.^_`|~-)")
-    .refine((n) => !isSecretHeaderName(n), {
+  name: z.string().check(
+    z.minLength(1, 'a header name is required'),
+    z.maxLength(LIMITS.headerName, `at most ${LIMITS.headerName} characters`),
+    z.regex(TOKEN, "a header name is an HTTP token (letters, digits and !#$%&'*+.^_`|~-)"),
+    z.refine((n) => !isSecretHeaderName(n), {
       message: 'this header carries a secret: use a credential (credentialId) instead of an inline value',
-    })
-    .refine((n) => !MANAGED_HEADERS.has(n.toLowerCase()), {
+    }),
+    z.refine((n) => !MANAGED_HEADERS.has(n.toLowerCase()), {
       message: 'this header is set by Loupe (use contentType for Content-Type)',
     }),
+  ),
   value: z
-    .string()
-    .transform((v) => v.trim())
-    .refine((v) => v.length > 0, 'a header value is required')
-    .refine((v) => v.length <= LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`)
-    .refine(
-      (v) => !/[^\t\x20-\x7e\x80-\xff]/.test(v),
-      'a header value is printable Latin-1 text: no CR, LF, NUL, other control characters or characters above U+00FF',
+    .pipe(
+      z.string(),
+      z.transform((v) => v.trim()),
+    )
+    .check(
+      z.refine((v) => v.length > 0, 'a header value is required'),
+      z.refine((v) => v.length <= LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`),
+      z.refine(
+        (v) => !/[^\t\x20-\x7e\x80-\xff]/.test(v),
+        'a header value is printable Latin-1 text: no CR, LF, NUL, other control characters or characters above U+00FF',
+      ),
     ),
 });
 
 export const WebhookConfigSchema = z
   .strictObject({
     version: z.literal(2, 'version must be 2'),
-    url: z.string().min(1).max(LIMITS.url, `at most ${LIMITS.url} characters`),
+    url: z.string().check(z.minLength(1), z.maxLength(LIMITS.url, `at most ${LIMITS.url} characters`)),
     method: z.enum(HTTP_METHODS, 'method is one of GET, POST, PUT, PATCH, DELETE'),
-    credentialId: z.uuid('credentialId is a UUID').nullable().default(null),
+    credentialId: z._default(z.nullable(z.uuid('credentialId is a UUID')), null),
     headers: z
-      .array(headerSchema)
-      .max(LIMITS.headers, `at most ${LIMITS.headers} headers`)
-      .default([])
-      .superRefine((hs, ctx) => {
-        const seen = new Set<string>();
-        hs.forEach((h, i) => {
-          const n = h.name.toLowerCase();
-          if (seen.has(n))
-            ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate header ${h.name}` });
-          seen.add(n);
-        });
-      }),
+      ._default(
+        z.array(headerSchema).check(z.maxLength(LIMITS.headers, `at most ${LIMITS.headers} headers`)),
+        [],
+      )
+      .check(
+        z.superRefine((hs, ctx) => {
+          const seen = new Set<string>();
+          hs.forEach((h, i) => {
+            const n = h.name.toLowerCase();
+            if (seen.has(n))
+              ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate header ${h.name}` });
+            seen.add(n);
+          });
+        }),
+      ),
     bodyMode: z.enum(BODY_MODES, 'bodyMode is one of NONE, JSON, RAW, FORM_URLENCODED'),
-    bodyTemplate: z
-      .string()
-      .max(LIMITS.bodyTemplate, `at most ${LIMITS.bodyTemplate} characters`)
-      .nullable()
-      .default(null),
-    contentType: z
-      .string()
-      .max(LIMITS.contentType)
-      .regex(
-        /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[^\r\n\0]*)?$/,
-        'a media type such as application/json',
-      )
-      .refine(noLineBreaks, 'no CR, LF or NUL')
-      .nullable()
-      .default(null),
-    timeoutMs: z
-      .int('timeoutMs is an integer')
-      .min(LIMITS.timeoutMs.min, `timeoutMs is ${LIMITS.timeoutMs.min} to ${LIMITS.timeoutMs.max}`)
-      .max(LIMITS.timeoutMs.max, `timeoutMs is ${LIMITS.timeoutMs.min} to ${LIMITS.timeoutMs.max}`)
-      .default(LIMITS.timeoutMs.default),
-    retry: z
-      .strictObject({
-        maxAttempts: z
-          .int('maxAttempts is an integer')
-          .min(LIMITS.maxAttempts.min, 'maxAttempts is 1 to 5')
-          .max(LIMITS.maxAttempts.max, 'maxAttempts is 1 to 5')
-          .default(LIMITS.maxAttempts.default),
-        baseDelayMs: z
-          .int('baseDelayMs is an integer')
-          .min(LIMITS.baseDelayMs.min, 'baseDelayMs is 100 to 30000')
-          .max(LIMITS.baseDelayMs.max, 'baseDelayMs is 100 to 30000')
-          .default(LIMITS.baseDelayMs.default),
-      })
-      .default({ maxAttempts: LIMITS.maxAttempts.default, baseDelayMs: LIMITS.baseDelayMs.default }),
-    successStatusCodes: z
-      .array(
+    bodyTemplate: z._default(
+      z.nullable(
+        z.string().check(z.maxLength(LIMITS.bodyTemplate, `at most ${LIMITS.bodyTemplate} characters`)),
+      ),
+      null,
+    ),
+    contentType: z._default(
+      z.nullable(
         z
-          .int('a status code is an integer')
-          .min(100, 'a status code is 100 to 599')
-          .max(599, 'a status code is 100 to 599'),
-      )
-      .min(1, 'successStatusCodes has 1 to 20 codes (omit it to accept every 2xx)')
-      .max(LIMITS.successStatusCodes, 'successStatusCodes has 1 to 20 codes')
-      .refine((a) => new Set(a).size === a.length, 'successStatusCodes must be unique')
-      .nullable()
-      .default(null),
-    critical: z.boolean('critical is a boolean').default(true),
+          .string()
+          .check(
+            z.maxLength(LIMITS.contentType),
+            z.regex(
+              /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[^\r\n\0]*)?$/,
+              'a media type such as application/json',
+            ),
+            z.refine(noLineBreaks, 'no CR, LF or NUL'),
+          ),
+      ),
+      null,
+    ),
+    timeoutMs: z._default(
+      z
+        .int('timeoutMs is an integer')
+        .check(
+          z.gte(LIMITS.timeoutMs.min, `timeoutMs is ${LIMITS.timeoutMs.min} to ${LIMITS.timeoutMs.max}`),
+          z.lte(LIMITS.timeoutMs.max, `timeoutMs is ${LIMITS.timeoutMs.min} to ${LIMITS.timeoutMs.max}`),
+        ),
+      LIMITS.timeoutMs.default,
+    ),
+    retry: z._default(
+      z.strictObject({
+        maxAttempts: z._default(
+          z
+            .int('maxAttempts is an integer')
+            .check(
+              z.gte(LIMITS.maxAttempts.min, 'maxAttempts is 1 to 5'),
+              z.lte(LIMITS.maxAttempts.max, 'maxAttempts is 1 to 5'),
+            ),
+          LIMITS.maxAttempts.default,
+        ),
+        baseDelayMs: z._default(
+          z
+            .int('baseDelayMs is an integer')
+            .check(
+              z.gte(LIMITS.baseDelayMs.min, 'baseDelayMs is 100 to 30000'),
+              z.lte(LIMITS.baseDelayMs.max, 'baseDelayMs is 100 to 30000'),
+            ),
+          LIMITS.baseDelayMs.default,
+        ),
+      }),
+      { maxAttempts: LIMITS.maxAttempts.default, baseDelayMs: LIMITS.baseDelayMs.default },
+    ),
+    successStatusCodes: z._default(
+      z.nullable(
+        z
+          .array(
+            z
+              .int('a status code is an integer')
+              .check(z.gte(100, 'a status code is 100 to 599'), z.lte(599, 'a status code is 100 to 599')),
+          )
+          .check(
+            z.minLength(1, 'successStatusCodes has 1 to 20 codes (omit it to accept every 2xx)'),
+            z.maxLength(LIMITS.successStatusCodes, 'successStatusCodes has 1 to 20 codes'),
+            z.refine((a) => new Set(a).size === a.length, 'successStatusCodes must be unique'),
+          ),
+      ),
+      null,
+    ),
+    critical: z._default(z.boolean('critical is a boolean'), true),
   })
-  .superRefine((c, ctx) => {
-    if (c.method === 'GET' && c.bodyMode !== 'NONE')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['bodyMode'],
-        message: 'a GET request has no body: use bodyMode NONE',
-      });
-    if (c.bodyMode === 'NONE' && c.bodyTemplate)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['bodyTemplate'],
-        message: 'bodyMode NONE sends no body: remove bodyTemplate or choose a body mode',
-      });
-    if ((c.bodyMode === 'RAW' || c.bodyMode === 'FORM_URLENCODED') && !c.bodyTemplate)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['bodyTemplate'],
-        message: `bodyMode ${c.bodyMode} needs a bodyTemplate`,
-      });
-    if (c.bodyTemplate)
-      for (const message of templateProblems(c.bodyTemplate, { allowTable: false }))
-        ctx.addIssue({ code: 'custom', path: ['bodyTemplate'], message });
-  });
+  .check(
+    z.superRefine((c, ctx) => {
+      if (c.method === 'GET' && c.bodyMode !== 'NONE')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['bodyMode'],
+          message: 'a GET request has no body: use bodyMode NONE',
+        });
+      if (c.bodyMode === 'NONE' && c.bodyTemplate)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['bodyTemplate'],
+          message: 'bodyMode NONE sends no body: remove bodyTemplate or choose a body mode',
+        });
+      if ((c.bodyMode === 'RAW' || c.bodyMode === 'FORM_URLENCODED') && !c.bodyTemplate)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['bodyTemplate'],
+          message: `bodyMode ${c.bodyMode} needs a bodyTemplate`,
+        });
+      if (c.bodyTemplate)
+        for (const message of templateProblems(c.bodyTemplate, { allowTable: false }))
+          ctx.addIssue({ code: 'custom', path: ['bodyTemplate'], message });
+    }),
+  );
 
 export type WebhookActionConfig = z.infer<typeof WebhookConfigSchema>;
 
@@ -206,49 +238,62 @@ export function isEmailAddress(s: string): boolean {
 }
 
 const address = z
-  .string()
-  .transform((s) => s.replace(/^[ \t]+|[ \t]+$/g, ''))
-  .refine(
-    isEmailAddress,
-    'not a valid email address (plain name@domain.tld, no display name or line breaks)',
+  .pipe(
+    z.string(),
+    z.transform((s) => s.replace(/^[ \t]+|[ \t]+$/g, '')),
+  )
+  .check(
+    z.refine(
+      isEmailAddress,
+      'not a valid email address (plain name@domain.tld, no display name or line breaks)',
+    ),
   );
 
 /** `to` and `cc` accept an array of addresses or one comma-separated string. */
 const recipients = (field: string, min: number) =>
-  z.preprocess(
-    (v) => (typeof v === 'string' ? (v.trim() === '' ? [] : v.split(',')) : v),
+  z.pipe(
+    z.transform((v) => (typeof v === 'string' ? (v.trim() === '' ? [] : v.split(',')) : v)),
     z
       .array(address, `${field} is an array of email addresses`)
-      .min(min, `${field} needs at least ${min} address`)
-      .max(LIMITS.recipients, `${field} has at most ${LIMITS.recipients} addresses`),
+      .check(
+        z.minLength(min, `${field} needs at least ${min} address`),
+        z.maxLength(LIMITS.recipients, `${field} has at most ${LIMITS.recipients} addresses`),
+      ),
   );
 
 export const EmailConfigSchema = z
   .strictObject({
     to: recipients('to', 1),
-    cc: recipients('cc', 0).default([]),
+    cc: z._default(recipients('cc', 0), []),
     subject: z
       .string('subject is required')
-      .min(1, 'subject is required')
-      .max(LIMITS.subject, `at most ${LIMITS.subject} characters`)
-      .refine(noLineBreaks, 'a subject may not contain CR, LF or NUL'),
-    body: z.string().max(LIMITS.emailBody, `at most ${LIMITS.emailBody} characters`).default(''),
-    attachCsv: z.boolean('attachCsv is a boolean').default(false),
-    includeTable: z.boolean('includeTable is a boolean').default(false),
-    critical: z.boolean('critical is a boolean').default(true),
+      .check(
+        z.minLength(1, 'subject is required'),
+        z.maxLength(LIMITS.subject, `at most ${LIMITS.subject} characters`),
+        z.refine(noLineBreaks, 'a subject may not contain CR, LF or NUL'),
+      ),
+    body: z._default(
+      z.string().check(z.maxLength(LIMITS.emailBody, `at most ${LIMITS.emailBody} characters`)),
+      '',
+    ),
+    attachCsv: z._default(z.boolean('attachCsv is a boolean'), false),
+    includeTable: z._default(z.boolean('includeTable is a boolean'), false),
+    critical: z._default(z.boolean('critical is a boolean'), true),
   })
-  .superRefine((c, ctx) => {
-    if (c.to.length + c.cc.length > LIMITS.recipients)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['cc'],
-        message: `to and cc have at most ${LIMITS.recipients} addresses in all (the SES limit per message)`,
-      });
-    for (const message of templateProblems(c.subject, { allowTable: false }))
-      ctx.addIssue({ code: 'custom', path: ['subject'], message });
-    for (const message of templateProblems(c.body, { allowTable: true }))
-      ctx.addIssue({ code: 'custom', path: ['body'], message });
-  });
+  .check(
+    z.superRefine((c, ctx) => {
+      if (c.to.length + c.cc.length > LIMITS.recipients)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['cc'],
+          message: `to and cc have at most ${LIMITS.recipients} addresses in all (the SES limit per message)`,
+        });
+      for (const message of templateProblems(c.subject, { allowTable: false }))
+        ctx.addIssue({ code: 'custom', path: ['subject'], message });
+      for (const message of templateProblems(c.body, { allowTable: true }))
+        ctx.addIssue({ code: 'custom', path: ['body'], message });
+    }),
+  );
 
 export type EmailActionConfig = z.infer<typeof EmailConfigSchema>;
 
