@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../infra/bundling';
+import { NODE_FLAGS, runtimeEnvironment } from '../infra/bundling';
+import { DEFAULT_MEMORY_MB } from '../infra/constructs/function';
+import { type FunctionEntry, functionEntries } from '../infra/functions';
 import { type BenchModule, median, ms } from './context';
 
 /** Target: median cold start (fresh process → one answered request) under 150 ms. */
@@ -49,7 +51,7 @@ export const coldStart: BenchModule = {
   description:
     'Cold start per HTTP function: a fresh node process imports the bundle and answers one real request against a local store; baseline = the same process importing nothing',
   async run(ctx) {
-    const [bundles, org, env] = await Promise.all([ctx.bundles(), ctx.org(), ctx.childEnv()]);
+    const [bundles, org, local] = await Promise.all([ctx.bundles(), ctx.org(), ctx.childEnv()]);
     // Each bundle is copied out of the repository first, as Lambda sees it: no node_modules to fall
     // back on, nothing of the repository on the module path.
     const isolated = mkdtempSync(join(tmpdir(), 'loupe-cold-'));
@@ -57,10 +59,18 @@ export const coldStart: BenchModule = {
       if (b.fn.kind !== 'http') return [];
       const dir = join(isolated, b.fn.name);
       cpSync(b.dir, dir, { recursive: true });
-      return [{ name: b.fn.name, bundle: join(dir, 'index.mjs'), prefixes: b.fn.group.prefixes, path: '' }];
+      return [
+        {
+          name: b.fn.name,
+          bundle: join(dir, 'index.mjs'),
+          prefixes: b.fn.group.prefixes,
+          path: '',
+          env: deployedEnvironment(b.fn, dir, local),
+        },
+      ];
     });
     try {
-      return await measure(ctx, http, org, env);
+      return await measure(ctx, http, org, deployedEnvironment(undefined, isolated, local));
     } finally {
       rmSync(isolated, { recursive: true, force: true });
     }
@@ -69,7 +79,7 @@ export const coldStart: BenchModule = {
 
 async function measure(
   ctx: Parameters<BenchModule['run']>[0],
-  http: { name: string; bundle: string; prefixes: string[]; path: string }[],
+  http: { name: string; bundle: string; prefixes: string[]; path: string; env: Record<string, string> }[],
   org: { key: string },
   env: Record<string, string>,
 ) {
@@ -80,7 +90,7 @@ async function measure(
     // prefix that answers 2xx with an admin key (auth, routing, a store read), else its first prefix.
     for (const b of http) {
       for (const p of b.prefixes) {
-        const s = await runOnce({ ...env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: p });
+        const s = await runOnce({ ...b.env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: p });
         if (s.status >= 200 && s.status < 300) {
           b.path = p;
           break;
@@ -92,7 +102,7 @@ async function measure(
     for (let i = 0; i < ctx.runs; i++) {
       baseline.push((await runOnce(env)).wallMs);
       for (const b of http) {
-        const s = await runOnce({ ...env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: b.path });
+        const s = await runOnce({ ...b.env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: b.path });
         if (s.status >= 500 || s.status === 0)
           throw new Error(`${b.name}: GET ${b.path} answered ${s.status}`);
         samples.get(b.name)!.push(s);
@@ -124,9 +134,74 @@ async function measure(
       notes: [
         `baseline (node with the functions' flags [${NODE_FLAGS.join(' ')}], imports nothing): median ${ms(base)} over ${ctx.runs} runs; every figure is a median of ${ctx.runs} runs`,
         '"import" and "first request" are measured inside the process; "median" is spawn-to-exit wall time.',
-        'Each bundle runs from a copy outside the repository (no node_modules), as in Lambda.',
+        'Each bundle runs from a copy outside the repository (no node_modules), as in Lambda, with the environment a deployed function has: the AWS runtime (LOUPE_RUNTIME=aws), the variables the stack sets (placeholder ARNs and queue URLs) and those Lambda sets (region, role credentials, function name and memory); only the table endpoint (LOUPE_DYNAMODB_ENDPOINT) points at the local store, reached over signed HTTP.',
       ],
       overTarget,
     };
   }
+}
+
+const ACCOUNT = '123456789012';
+const REGION = 'us-east-1';
+
+/**
+ * The environment of a deployed function (infra/stack.ts and infra/constructs/function.ts set the
+ * LOUPE_ variables, Lambda the AWS_ ones), with placeholder ARNs, fake role credentials (the local
+ * store does not check signatures) and the table endpoint pointing at the local store. `fn` undefined:
+ * the baseline process, which gets the same environment.
+ */
+function deployedEnvironment(
+  fn: FunctionEntry | undefined,
+  taskRoot: string,
+  local: Record<string, string>,
+): Record<string, string> {
+  const all = functionEntries();
+  const name = fn ? `Loupe-${fn.kind}-${fn.name}` : 'Loupe-baseline';
+  const def = fn && (fn.kind === 'http' ? fn.group : fn.worker);
+  const queueUrls = Object.fromEntries(
+    all.flatMap((f) =>
+      f.kind === 'workers' && f.worker.queue
+        ? [[f.name, `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/Loupe-${f.name}`]]
+        : [],
+    ),
+  );
+  const workerArns = Object.fromEntries(
+    all.flatMap((f) =>
+      f.kind === 'workers'
+        ? [[f.name, `arn:aws:lambda:${REGION}:${ACCOUNT}:function:Loupe-workers-${f.name}`]]
+        : [],
+    ),
+  );
+  return {
+    PATH: local.PATH,
+    ...runtimeEnvironment,
+    // Set by Lambda.
+    AWS_REGION: REGION,
+    AWS_DEFAULT_REGION: REGION,
+    AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+    AWS_LAMBDA_FUNCTION_NAME: name,
+    AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(def?.memoryMb ?? DEFAULT_MEMORY_MB),
+    AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${name}`,
+    AWS_LAMBDA_LOG_STREAM_NAME: '2026/11/24/[$LATEST]0123456789abcdef0123456789abcdef',
+    AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+    AWS_ACCESS_KEY_ID: 'ASIAEXAMPLEBENCH0000',
+    AWS_SECRET_ACCESS_KEY: 'bench/secret/access/key/0000000000000000',
+    AWS_SESSION_TOKEN: 'bench-session-token',
+    LAMBDA_TASK_ROOT: taskRoot,
+    LAMBDA_RUNTIME_DIR: '/var/runtime',
+    TZ: ':UTC',
+    LANG: 'en_US.UTF-8',
+    // Set by the stack.
+    LOUPE_TABLE_NAME: local.LOUPE_TABLE_NAME,
+    LOUPE_KMS_KEY_ID: `arn:aws:kms:${REGION}:${ACCOUNT}:key/00000000-0000-4000-8000-000000000000`,
+    LOUPE_QUEUE_URLS: JSON.stringify(queueUrls),
+    LOUPE_SCHEDULER_GROUP: 'Loupe-workflows',
+    LOUPE_SCHEDULER_ROLE_ARN: `arn:aws:iam::${ACCOUNT}:role/Loupe-scheduler`,
+    LOUPE_WORKER_ARNS: JSON.stringify(workerArns),
+    LOUPE_OPENAI_SECRET_ARN: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:Loupe-model-key-AbCdEf`,
+    LOUPE_PUBLIC_URL: `https://abcdefghij.execute-api.${REGION}.amazonaws.com/v1`,
+    // The local store in place of DynamoDB.
+    LOUPE_DYNAMODB_ENDPOINT: local.LOUPE_DYNAMODB_ENDPOINT,
+  };
 }
