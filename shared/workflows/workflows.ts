@@ -5,19 +5,15 @@ import type { PageQuery } from '../http/schemas';
 import { AppError, conflict, notFound, validationError } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
 import { scheduler } from '../platform/scheduler';
-import { sanitizeActionConfig } from './actions';
+import { sanitizeActionConfig } from './actions/view';
 import type { WorkflowCreate, WorkflowUpdate } from './api';
-import {
-  assertDefinitionSize,
-  buildActions,
-  buildSteps,
-  connectionsOf,
-  credentialsOf,
-  definitionHash,
-  parseTriggerConfig,
-} from './definition';
 import { scheduleExpressionOf, scheduleNameOf } from './schedule';
 import { type Definition, type WorkflowRecord, workflowStore } from './store';
+
+// Building a draft (steps, action rules, outbound URL checks) loads with the first create or update, a
+// lazy chunk: most requests list or read workflows.
+type DefinitionModule = typeof import('./definition');
+const definition = (): Promise<DefinitionModule> => import('./definition');
 
 /** The runner worker (shared/platform/workers.ts): the Scheduler's target for scheduled runs. */
 export const RUNNER_WORKER = 'workflow-runner';
@@ -79,17 +75,18 @@ export async function getWorkflow(ctx: AuthContext, id: string) {
   return workflowView(await findWorkflow(ctx, id));
 }
 
-function draftFields(d: Definition) {
-  assertDefinitionSize(d);
+function draftFields(def: DefinitionModule, d: Definition) {
+  def.assertDefinitionSize(d);
   return {
     draft: d,
-    draftHash: definitionHash(d),
-    connectionIds: connectionsOf(d),
-    draftCredentialIds: credentialsOf(d),
+    draftHash: def.definitionHash(d),
+    connectionIds: def.connectionsOf(d),
+    draftCredentialIds: def.credentialsOf(d),
   };
 }
 
 export async function createWorkflow(ctx: AuthContext, input: WorkflowCreate) {
+  const def = await definition();
   const connectionId = input.connectionId ?? null;
   const draft: Definition = {
     name: input.name,
@@ -97,15 +94,15 @@ export async function createWorkflow(ctx: AuthContext, input: WorkflowCreate) {
     connectionId,
     projectId: input.projectId ?? null,
     triggerType: input.triggerType,
-    triggerConfig: parseTriggerConfig(input.triggerConfig),
-    steps: await buildSteps(ctx, input.steps, connectionId),
-    actions: await buildActions(ctx.orgId, input.actions ?? []),
+    triggerConfig: def.parseTriggerConfig(input.triggerConfig),
+    steps: await def.buildSteps(ctx, input.steps, connectionId),
+    actions: await def.buildActions(ctx.orgId, input.actions ?? []),
   };
   const now = nowIso();
   const w: WorkflowRecord = {
     id: newId(),
     orgId: ctx.orgId,
-    ...draftFields(draft),
+    ...draftFields(def, draft),
     draftRevision: 1,
     publishedCredentialIds: [],
     isActive: false,
@@ -141,7 +138,12 @@ const revisionConflict = (current: number) =>
   );
 
 /** The new draft from a PATCH body (unchanged parts kept; steps/actions replaced wholesale). */
-async function nextDraft(ctx: AuthContext, w: WorkflowRecord, input: WorkflowUpdate): Promise<Definition> {
+async function nextDraft(
+  def: DefinitionModule,
+  ctx: AuthContext,
+  w: WorkflowRecord,
+  input: WorkflowUpdate,
+): Promise<Definition> {
   const d = w.draft;
   const connectionId = input.connectionId === undefined ? d.connectionId : input.connectionId;
   const stepsInput =
@@ -156,9 +158,9 @@ async function nextDraft(ctx: AuthContext, w: WorkflowRecord, input: WorkflowUpd
     projectId: input.projectId === undefined ? d.projectId : input.projectId,
     triggerType: input.triggerType ?? d.triggerType,
     triggerConfig:
-      input.triggerConfig === undefined ? d.triggerConfig : parseTriggerConfig(input.triggerConfig),
-    steps: stepsInput ? await buildSteps(ctx, stepsInput, connectionId, d.steps) : d.steps,
-    actions: input.actions ? await buildActions(ctx.orgId, input.actions, d.actions) : d.actions,
+      input.triggerConfig === undefined ? d.triggerConfig : def.parseTriggerConfig(input.triggerConfig),
+    steps: stepsInput ? await def.buildSteps(ctx, stepsInput, connectionId, d.steps) : d.steps,
+    actions: input.actions ? await def.buildActions(ctx.orgId, input.actions, d.actions) : d.actions,
   };
 }
 
@@ -190,8 +192,9 @@ export async function updateWorkflow(ctx: AuthContext, id: string, input: Workfl
     return workflowView(w);
   }
 
-  const draft = changesDraft ? await nextDraft(ctx, w, input) : w.draft;
-  const fields = changesDraft ? draftFields(draft) : undefined;
+  const def = changesDraft ? await definition() : undefined;
+  const draft = def ? await nextDraft(def, ctx, w, input) : w.draft;
+  const fields = def ? draftFields(def, draft) : undefined;
   const publishing = input.isActive === true;
   const alreadyLive = !changesDraft && w.isActive && w.publishedDraftRevision === w.draftRevision;
   if (publishing && alreadyLive) return workflowView(await publish(ctx, w)); // nothing new to check

@@ -66,7 +66,7 @@ describe('a function bundle at cold start', () => {
 
     const { status, modules } = await coldStart(join(dir, 'index.mjs'), '/workflows', key);
     // 200 with the admin key: the key was looked up and the workflows read in the local store, through
-    // the AWS SDK's HTTP handler over plain HTTP…
+    // the service's DynamoDB client over plain HTTP…
     expect(status).toBe(200);
     expect(modules).toContain('NativeModule http');
     // …which loads node:http with import(). Through Node's ESM facade that reads every export of
@@ -78,5 +78,8 @@ describe('a function bundle at cold start', () => {
     expect(modules.filter((m) => /fs\/promises|readline/.test(m))).toEqual([]);
     // Middy's check of a streamed reply loads node:stream/web when it runs, not at start (lazyMiddyWebStream).
     expect(modules).not.toContain('NativeModule stream/web');
+    // Nothing outbound was sent: TLS (node:https, loaded by shared/outbound with its first request)
+    // and the scheduler's implementations stay out of a read.
+    expect(modules.filter((m) => /NativeModule (https|tls|_tls_wrap)$/.test(m))).toEqual([]);
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 /**
  * Workflow actions (webhook and email): configuration rules, publish checks and delivery. The
- * workflows module (CRUD, runs, schedules) calls only what this file exports.
+ * workflows module (CRUD, runs, schedules) calls only what this file exports, and view.ts to show a
+ * stored action (without loading these rules and the outbound module).
  */
 
 import { getCredentialMeta } from '../../credentials/store';
@@ -12,7 +13,6 @@ import { mailUnavailable } from '../../platform/mail/settings';
 import {
   type EmailActionConfig,
   EmailConfigSchema,
-  isSecretHeaderName,
   LIMITS,
   secretQueryParameters,
   type WebhookActionConfig,
@@ -30,6 +30,7 @@ export type {
   DeliverOutcome,
   StepOutput,
 } from './types';
+export { sanitizeActionConfig } from './view';
 
 type Issue = { path: string; message: string; code: string };
 
@@ -192,18 +193,6 @@ export async function actionPublishProblems(
       );
   }
   return { errors, warnings };
-}
-
-/** JSON text for API responses: secrets never included (inline secret headers of legacy configs dropped). */
-export function sanitizeActionConfig(type: ActionType, config: ActionConfig): string {
-  if (type === 'WEBHOOK') {
-    const c = config as WebhookActionConfig;
-    return JSON.stringify({
-      ...c,
-      headers: (c.headers ?? []).filter((h) => !isSecretHeaderName(h.name)),
-    });
-  }
-  return JSON.stringify(config);
 }
 
 /** Credential ids referenced by a config (for the IN_USE check). */
