@@ -1,6 +1,7 @@
 import type { AuthContext } from '../auth/context';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
+import { config } from '../platform/config';
 import { db, type Item, strip } from '../platform/db/store';
 import { notFound } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
@@ -130,6 +131,15 @@ export async function listAnnotations(
   return pageOf(await listAnnotationsOf(ctx.orgId, connectionId, q.table), q);
 }
 
+/**
+ * With the optional embedding index on (LOUPE_EMBEDDING_MODEL), a user's edit queues the refresh of the
+ * edited table's vector (annotation-embeddings.ts, loaded only then).
+ */
+async function afterUserEdit(ctx: AuthContext, connectionId: string): Promise<void> {
+  if (!config().LOUPE_EMBEDDING_MODEL?.trim()) return;
+  await (await import('./annotation-embeddings')).queueEmbeddingRefresh(ctx, connectionId);
+}
+
 export async function createAnnotation(ctx: AuthContext, connectionId: string, body: AnnotationCreate) {
   await loadConnection(ctx, connectionId);
   const { annotation } = await writeAnnotation(
@@ -138,6 +148,7 @@ export async function createAnnotation(ctx: AuthContext, connectionId: string, b
     { ...body, columnName: body.columnName ?? null },
     'user',
   );
+  await afterUserEdit(ctx, connectionId);
   return annotation;
 }
 
@@ -166,6 +177,7 @@ export async function updateAnnotation(
     values: { ':id': id },
   });
   if (!updated) throw notFound('Annotation');
+  await afterUserEdit(ctx, connectionId);
   return toAnnotation(updated);
 }
 
@@ -176,5 +188,6 @@ export async function deleteAnnotation(ctx: AuthContext, connectionId: string, i
   const pk = connPk(ctx.orgId, connectionId);
   await db.delete(pk, found.sk);
   await db.delete(pk, idSk(id));
+  await afterUserEdit(ctx, connectionId);
   return { deleted: true as const };
 }

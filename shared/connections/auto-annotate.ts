@@ -31,6 +31,8 @@ export const AnnotateJob = z.object({
   tables: z.nullable(z.array(z.string())),
   requestedBy: z.string(),
   requestedAt: z.string(),
+  /** Only bring the embedding index up to date after a user's edit (annotation-embeddings.ts). */
+  embedOnly: z.optional(z.boolean()),
 });
 export type AnnotateJob = z.infer<typeof AnnotateJob>;
 

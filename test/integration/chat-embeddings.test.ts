@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { loadEmbeddingIndex, resetEmbeddingCooldowns } from '../../shared/chat/embedding-index';
 import { connPk } from '../../shared/connections/store';
 import { resetConfig } from '../../shared/platform/config';
 import { db } from '../../shared/platform/db/store';
+import { queue } from '../../shared/platform/queue';
 import { addBalance } from '../../shared/usage/balance';
 import {
   createConnection,
@@ -264,5 +265,101 @@ describe('chat with the schema embedding index', () => {
       (e) => e.name === 'ops.sys_cache_001',
     )!.hash;
     expect(fresh).not.toBe(stale);
+  });
+  it("a user's annotation edits embed the edited table again, coalesced, paid by the editor", async () => {
+    const TABLE = 'ops.sys_token_006';
+    const pk = connPk(s.app.orgId, connectionId);
+    const entryOf = async () =>
+      (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find((e) => e.name === TABLE)!;
+    /** Waits for the refresh's embeddings request after `count` earlier ones, and for the index to change. */
+    const refreshed = async (count: number, hashBefore: string) => {
+      for (let i = 0; i < 120 && embeddingRequests(fake).length <= count; i++)
+        await new Promise((ok) => setTimeout(ok, 250));
+      let entry = await entryOf();
+      for (let i = 0; i < 40 && entry.hash === hashBefore; i++) {
+        await new Promise((ok) => setTimeout(ok, 250));
+        entry = await entryOf();
+      }
+      expect(entry.hash).not.toBe(hashBefore);
+      // The refresh removed its marker before reading the annotations.
+      expect(await db.get(pk, 'EMBQUEUED')).toBeUndefined();
+      return {
+        inputs: embeddingRequests(fake)
+          .slice(count)
+          .flatMap((r) => r.body.input as string[]),
+        entry,
+      };
+    };
+    const charged = async () => (await usage()).filter((u) => u.feature === 'schema_embedding').length;
+    const chargedBefore = await charged();
+
+    // Two edits of the same table in a burst: one refresh reads both.
+    let entry = await entryOf();
+    const a = await s.call('POST', `/connections/${connectionId}/annotations`, {
+      body: { tableName: TABLE, annotation: 'Signed refresh credentials of partner integrations' },
+    });
+    expect(a.status, a.text).toBe(201);
+    expect(await db.get(pk, 'EMBQUEUED')).toBeDefined();
+    const b = await s.call('POST', `/connections/${connectionId}/annotations`, {
+      body: { tableName: TABLE, columnName: 'kind', annotation: 'Token family' },
+    });
+    expect(b.status, b.text).toBe(201);
+    let r = await refreshed(0, entry.hash);
+    expect(r.inputs).toEqual([
+      expect.stringMatching(
+        /^Table ops\.sys_token_006 .*\nColumns: .*\nSigned refresh credentials of partner integrations\nkind: Token family$/,
+      ),
+    ]);
+    expect(await charged()).toBe(chargedBefore + 1);
+    expect((await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries).toHaveLength(TABLES);
+
+    // An update, then a delete: each embeds the table's new text, and only that table.
+    entry = r.entry;
+    const u = await s.call('PATCH', `/connections/${connectionId}/annotations/${a.body.data.id}`, {
+      body: { annotation: 'Partner refresh tokens, rotated weekly' },
+    });
+    expect(u.status, u.text).toBe(200);
+    r = await refreshed(1, entry.hash);
+    expect(r.inputs).toEqual([
+      expect.stringMatching(/\nPartner refresh tokens, rotated weekly\nkind: Token family$/),
+    ]);
+    entry = r.entry;
+    const d = await s.call('DELETE', `/connections/${connectionId}/annotations/${b.body.data.id}`);
+    expect(d.status, d.text).toBe(200);
+    r = await refreshed(2, entry.hash);
+    expect(r.inputs).toEqual([expect.stringMatching(/\nPartner refresh tokens, rotated weekly$/)]);
+
+    // The queue refusing the refresh never fails the edit, and leaves no marker to block the next one.
+    const send = vi.spyOn(queue(), 'send').mockRejectedValueOnce(new Error('queue unavailable'));
+    const refused = await s.call('PATCH', `/connections/${connectionId}/annotations/${a.body.data.id}`, {
+      body: { annotation: 'Edited while the queue is down' },
+    });
+    expect(refused.status, refused.text).toBe(200);
+    expect(send).toHaveBeenCalledTimes(1);
+    expect(await db.get(pk, 'EMBQUEUED')).toBeUndefined();
+    send.mockRestore();
+
+    // With the index off, an edit queues nothing.
+    embeddingsOn(false);
+    const off = await s.call('PATCH', `/connections/${connectionId}/annotations/${a.body.data.id}`, {
+      body: { annotation: 'Not embedded' },
+    });
+    expect(off.status, off.text).toBe(200);
+    expect(await db.get(pk, 'EMBQUEUED')).toBeUndefined();
+  }, 90_000);
+
+  it('a queued refresh for a connection deleted meanwhile writes nothing', async () => {
+    const { runEmbeddingRefresh } = await import('../../shared/connections/annotation-embeddings');
+    const gone = 'conn-that-was-deleted';
+    await runEmbeddingRefresh({
+      orgId: s.app.orgId,
+      connectionId: gone,
+      tables: null,
+      requestedBy: s.app.adminUserId,
+      requestedAt: new Date().toISOString(),
+      embedOnly: true,
+    });
+    expect(await db.query({ pk: connPk(s.app.orgId, gone) })).toEqual([]);
+    expect(embeddingRequests(fake)).toHaveLength(0);
   });
 });
