@@ -87,23 +87,26 @@ async function measure(
     const baseline: number[] = [];
     const samples = new Map<string, Sample[]>(http.map((b) => [b.name, []]));
     // Warm the file cache (these runs are not counted) and pick the request: GET on the group's first
-    // prefix that answers 2xx with an admin key (auth, routing, a store read), else its first prefix.
+    // prefix that answers 2xx with an admin key (auth, routing, a store read). A function with none
+    // stops the bench: an error answer (401, 404…) would measure a shorter path than a real one.
     for (const b of http) {
+      const seen: string[] = [];
       for (const p of b.prefixes) {
         const s = await runOnce({ ...b.env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: p });
+        seen.push(`GET ${p} → ${s.status}`);
         if (s.status >= 200 && s.status < 300) {
           b.path = p;
           break;
         }
       }
-      b.path ||= b.prefixes[0];
+      if (!b.path) throw new Error(`${b.name}: no GET answered 2xx (${seen.join(', ')})`);
     }
     // Interleaved, so drift on the machine affects the baseline and the functions alike.
     for (let i = 0; i < ctx.runs; i++) {
       baseline.push((await runOnce(env)).wallMs);
       for (const b of http) {
         const s = await runOnce({ ...b.env, BENCH_BUNDLE: b.bundle, BENCH_KEY: org.key, BENCH_PATH: b.path });
-        if (s.status >= 500 || s.status === 0)
+        if (s.status < 200 || s.status >= 300)
           throw new Error(`${b.name}: GET ${b.path} answered ${s.status}`);
         samples.get(b.name)!.push(s);
       }
