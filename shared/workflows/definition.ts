@@ -36,10 +36,6 @@ export function canonicalJson(v: unknown): string {
 /** Hash of what a run would execute (ids included: they name actions in attempts). */
 export const definitionHash = (d: Definition) => createHash('sha256').update(canonicalJson(d)).digest('hex');
 
-/** The connection a step runs on: its own, else the workflow's. */
-export const stepConnection = (d: Pick<Definition, 'connectionId'>, s: StepDef) =>
-  s.connectionId ?? d.connectionId;
-
 /** Every connection the definition uses. */
 export const connectionsOf = (d: Definition) => [
   ...new Set(

@@ -2,8 +2,7 @@ import type { AuthContext } from '../auth/context';
 import { connectionForUse } from '../connections/execute';
 import { isAppError } from '../platform/errors';
 import { actionPublishProblems } from './actions';
-import { stepConnection } from './definition';
-import type { Definition } from './store';
+import { type Definition, stepConnection } from './store';
 
 export interface PublishIssue {
   path: string;

@@ -9,7 +9,6 @@ import { outbox } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { type ActionAttempt, type DeliverOutcome, deliverAction, type StepOutput } from './actions';
-import { stepConnection } from './definition';
 import { scheduledMinute } from './schedule';
 import {
   type Definition,
@@ -17,6 +16,7 @@ import {
   type RunStatus,
   type RunTrigger,
   runStore,
+  stepConnection,
   stripRun,
   type WorkflowRecord,
   workflowStore,

@@ -45,6 +45,10 @@ export interface Definition {
   actions: ActionDef[];
 }
 
+/** The connection a step runs on: its own, else the workflow's. */
+export const stepConnection = (d: Pick<Definition, 'connectionId'>, s: StepDef) =>
+  s.connectionId ?? d.connectionId;
+
 export interface WorkflowRecord {
   id: string;
   orgId: string;
