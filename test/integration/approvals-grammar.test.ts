@@ -30,11 +30,7 @@ describe('approved writes on each dialect’s own grammar', () => {
   const rw: Record<string, string> = {};
   let member: { key: string };
 
-  const query = async (db: Db, sql: string): Promise<Record<string, unknown>[]> => {
-    if (db === 'POSTGRES') return (await dbs.pg.query(sql)).rows;
-    if (db === 'MARIADB') return (await dbs.maria!.query(sql))[0] as never;
-    return dbs.sqlite.prepare(sql).all() as never;
-  };
+  const query = (db: Db, sql: string) => dbs.query(db, sql);
   const rows = (db: Db) => query(db, `SELECT id, label, n FROM ${T} ORDER BY id`) as Promise<Row[]>;
   const others = (db: Db) => query(db, `SELECT id, label FROM ${U} ORDER BY id`);
   const initial: Row[] = [

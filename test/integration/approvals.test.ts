@@ -33,12 +33,8 @@ describe('query approval with real databases', () => {
   const users: Record<string, { id: string; key: string }> = {};
   let outsider: { orgId: string; key: string };
 
-  const rows = async (db: Db): Promise<Array<{ id: number; label: string; n: number }>> => {
-    const sql = `SELECT id, label, n FROM ${T} ORDER BY id`;
-    if (db === 'POSTGRES') return (await dbs.pg.query(sql)).rows;
-    if (db === 'MARIADB') return (await dbs.maria!.query(sql))[0] as never;
-    return dbs.sqlite.prepare(sql).all() as never;
-  };
+  const rows = (db: Db) =>
+    dbs.query<{ id: number; label: string; n: number }>(db, `SELECT id, label, n FROM ${T} ORDER BY id`);
   const reset = async () => {
     const sql = [
       `DELETE FROM ${T}`,

@@ -20,6 +20,7 @@ import {
   startFakeOpenAI,
 } from '../support/fake-openai';
 import { startTestServer, type TestServer } from '../support/server';
+import { waitFor } from '../support/wait';
 
 const DB = 'chat_embeddings';
 const FILLER = 100;
@@ -273,14 +274,15 @@ describe('chat with the schema embedding index', () => {
       (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.find((e) => e.name === TABLE)!;
     /** Waits for the refresh's embeddings request after `count` earlier ones, and for the index to change. */
     const refreshed = async (count: number, hashBefore: string) => {
-      for (let i = 0; i < 120 && embeddingRequests(fake).length <= count; i++)
-        await new Promise((ok) => setTimeout(ok, 250));
-      let entry = await entryOf();
-      for (let i = 0; i < 40 && entry.hash === hashBefore; i++) {
-        await new Promise((ok) => setTimeout(ok, 250));
-        entry = await entryOf();
-      }
-      expect(entry.hash).not.toBe(hashBefore);
+      await waitFor(
+        'the refresh to call the embeddings endpoint',
+        async () => embeddingRequests(fake).length > count,
+        30_000,
+      );
+      const entry = await waitFor('the index to change', async () => {
+        const e = await entryOf();
+        return e.hash !== hashBefore && e;
+      });
       // The refresh removed its marker before reading the annotations.
       expect(await db.get(pk, 'EMBQUEUED')).toBeUndefined();
       return {

@@ -7,6 +7,7 @@ import { generateKey } from '../../shared/auth/key-material';
 import { checkHealth, fanOutHealthChecks } from '../../shared/connections/health';
 import { db } from '../../shared/platform/db/store';
 import { freePort } from '../support/databases';
+import { captureOutput } from '../support/output';
 
 /**
  * Connection passwords never leave the service: not in responses, not in the app's log lines, not in
@@ -18,11 +19,10 @@ describe('connection secrets stay secret', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-secrets-'));
   const key = generateKey();
   const appLines: string[] = [];
-  const stdout: string[] = [];
+  const output = captureOutput();
+  const stdout = output.lines;
   const texts: string[] = [];
   let app: LocalApp;
-  const originalWrite = process.stdout.write.bind(process.stdout);
-  const originalErr = process.stderr.write.bind(process.stderr);
 
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${app.url}${path}`, {
@@ -36,14 +36,7 @@ describe('connection secrets stay secret', () => {
   };
 
   beforeAll(async () => {
-    const capture =
-      (into: string[], original: typeof process.stdout.write) =>
-      (chunk: unknown, ...rest: unknown[]) => {
-        into.push(String(chunk));
-        return (original as (...a: unknown[]) => boolean)(chunk, ...rest);
-      };
-    process.stdout.write = capture(stdout, originalWrite) as typeof process.stdout.write;
-    process.stderr.write = capture(stdout, originalErr) as typeof process.stderr.write;
+    output.start();
     app = await startLocal({
       port: 0,
       dataDir,
@@ -52,8 +45,7 @@ describe('connection secrets stay secret', () => {
     });
   });
   afterAll(async () => {
-    process.stdout.write = originalWrite;
-    process.stderr.write = originalErr;
+    output.stop();
     await app?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   });

@@ -103,14 +103,7 @@ describe('saved queries over HTTP with real databases', () => {
     s.call('POST', `/saved-queries/${id}/run`, { key, body: { params } });
 
   /** Rows of the table read straight from each database, to prove nothing changed. */
-  const tableRows = async (type: string) => {
-    if (type === 'POSTGRES') return (await dbs.pg.query(`SELECT id, name FROM ${T} ORDER BY id`)).rows;
-    if (type === 'MARIADB') return (await dbs.maria!.query(`SELECT id, name FROM ${T} ORDER BY id`))[0];
-    return dbs.sqlite
-      .prepare(`SELECT id, name FROM ${T} ORDER BY id`)
-      .all()
-      .map((r) => ({ ...r }));
-  };
+  const tableRows = (type: string) => dbs.query(type, `SELECT id, name FROM ${T} ORDER BY id`);
   const original = ROWS.map((r) => ({ id: r[0], name: r[1] }));
 
   it('creates a saved query with defaults and returns parameters as a JSON string', async () => {

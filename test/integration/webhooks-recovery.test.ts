@@ -14,18 +14,9 @@ import { recoverOverdueDeliveries } from '../../shared/webhooks/overdue';
 import { secretContext } from '../../shared/webhooks/signing';
 import { webhookStore } from '../../shared/webhooks/store';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
+import { captureOutput } from '../support/output';
 import { startTestServer, type TestServer } from '../support/server';
-
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { sleep, waitFor } from '../support/wait';
 
 /**
  * Event webhook deliveries that cannot be signed, and deliveries left PENDING past their due time, over
@@ -42,25 +33,14 @@ describe('event webhooks: unsignable and overdue deliveries', () => {
   const verified: Array<{ path: string; id: string }> = [];
   const failures: string[] = [];
   /** Everything the process writes while the runtime logs at DEBUG (no secret may appear). */
-  const output: string[] = [];
+  const output = captureOutput();
   /** Every secret the API showed (none may appear in the logs). */
   const shown: string[] = [];
   /** Ciphertexts written by the tests (must not appear in logs or answers either). */
   const ciphertexts: string[] = [];
-  const writes = {
-    out: process.stdout.write.bind(process.stdout),
-    err: process.stderr.write.bind(process.stderr),
-  };
 
   beforeAll(async () => {
-    for (const [stream, write] of [
-      [process.stdout, writes.out],
-      [process.stderr, writes.err],
-    ] as const)
-      stream.write = ((chunk: unknown, ...rest: unknown[]) => {
-        output.push(String(chunk));
-        return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
-      }) as typeof stream.write;
+    output.start();
     rx = await startHttpsReceiver((req, res) => {
       const keys = secrets.get(req.url) ?? [];
       if (!keys.length) failures.push(`${req.url}: no secret known`);
@@ -86,8 +66,7 @@ describe('event webhooks: unsignable and overdue deliveries', () => {
     orgId = s.app.orgId;
   });
   afterAll(async () => {
-    process.stdout.write = writes.out;
-    process.stderr.write = writes.err;
+    output.stop();
     await s?.stop();
     await rx?.close();
   });
@@ -339,7 +318,7 @@ describe('event webhooks: unsignable and overdue deliveries', () => {
   });
 
   it('nothing logged (at DEBUG) holds a secret or a stored ciphertext; the unusable secret is reported', () => {
-    const logged = output.join('');
+    const logged = output.lines.join('');
     expect(logged).toContain('webhook signing secret cannot be used');
     expect(shown.length).toBeGreaterThanOrEqual(10);
     for (const secret of shown) {

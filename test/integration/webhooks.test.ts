@@ -13,18 +13,9 @@ import { ensureDelivery, sweepPendingEvents } from '../../shared/webhooks/fanout
 import { webhookStore } from '../../shared/webhooks/store';
 import { createPostgresDatabase, postgresAdmin } from '../support/connections';
 import { type HttpsReceiver, type ReceivedRequest, startHttpsReceiver } from '../support/https-receiver';
+import { captureOutput } from '../support/output';
 import { startTestServer, type TestServer } from '../support/server';
-
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { sleep, waitFor } from '../support/wait';
 
 /**
  * Event webhooks end to end over real HTTP: the local runtime (its fan-out and delivery workers
@@ -44,21 +35,10 @@ describe('event webhooks', () => {
   /** Answers to a path wait for this promise. */
   const rxHold = new Map<string, Promise<void>>();
   /** Everything the process writes while the runtime logs at DEBUG (secrets must never appear). */
-  const output: string[] = [];
-  const writes = {
-    out: process.stdout.write.bind(process.stdout),
-    err: process.stderr.write.bind(process.stderr),
-  };
+  const output = captureOutput();
 
   beforeAll(async () => {
-    process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => {
-      output.push(String(chunk));
-      return (writes.out as (...a: unknown[]) => boolean)(chunk, ...rest);
-    }) as typeof process.stdout.write;
-    process.stderr.write = ((chunk: unknown, ...rest: unknown[]) => {
-      output.push(String(chunk));
-      return (writes.err as (...a: unknown[]) => boolean)(chunk, ...rest);
-    }) as typeof process.stderr.write;
+    output.start();
     rx = await startHttpsReceiver(async (req, res) => {
       const path = req.url;
       const keys = secrets.get(path) ?? [];
@@ -88,8 +68,7 @@ describe('event webhooks', () => {
     });
   });
   afterAll(async () => {
-    process.stdout.write = writes.out;
-    process.stderr.write = writes.err;
+    output.stop();
     await s?.stop();
     await rx?.close();
   });
@@ -703,7 +682,7 @@ describe('event webhooks', () => {
   });
 
   it('no secret appears in anything the service logged (at DEBUG)', () => {
-    const logged = output.join('');
+    const logged = output.lines.join('');
     expect(logged).toContain('webhook delivery attempt failed'); // the log was captured
     const all = [...secrets.values()].flat();
     expect(all.length).toBeGreaterThan(10);

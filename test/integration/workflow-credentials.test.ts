@@ -10,6 +10,7 @@ import { getCredentialMeta } from '../../shared/credentials/store';
 import { OutboundRefused, sendOutbound } from '../../shared/outbound';
 import { db } from '../../shared/platform/db/store';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
+import { captureOutput } from '../support/output';
 
 /**
  * Workflow credentials over real HTTP against the local runtime, and applied to real requests sent
@@ -20,14 +21,12 @@ describe('workflow credentials', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-wfcred-'));
   const key = generateKey();
   const appLines: string[] = [];
-  const output: string[] = [];
+  const output = captureOutput();
   const texts: string[] = [];
   const secrets: string[] = [];
   let app: LocalApp;
   let receiver: HttpsReceiver;
   let other: HttpsReceiver;
-  const originalOut = process.stdout.write.bind(process.stdout);
-  const originalErr = process.stderr.write.bind(process.stderr);
   let n = 0;
   const secret = (label: string) => {
     const s = `${label}-S3cret-${Math.random().toString(36).slice(2, 12)}-${++n}`;
@@ -61,14 +60,7 @@ describe('workflow credentials', () => {
       res.end(JSON.stringify({ error: 'denied', youSent: req.headers }));
     });
     other = await startHttpsReceiver();
-    const capture =
-      (into: string[], original: typeof process.stdout.write) =>
-      (chunk: unknown, ...rest: unknown[]) => {
-        into.push(String(chunk));
-        return (original as (...a: unknown[]) => boolean)(chunk, ...rest);
-      };
-    process.stdout.write = capture(output, originalOut) as typeof process.stdout.write;
-    process.stderr.write = capture(output, originalErr) as typeof process.stderr.write;
+    output.start();
     app = await startLocal({
       port: 0,
       dataDir,
@@ -82,8 +74,7 @@ describe('workflow credentials', () => {
     });
   });
   afterAll(async () => {
-    process.stdout.write = originalOut;
-    process.stderr.write = originalErr;
+    output.stop();
     await app?.stop();
     await receiver?.close();
     await other?.close();
@@ -627,10 +618,10 @@ describe('workflow credentials', () => {
     expect(secrets.length).toBeGreaterThan(20);
     expect(texts.length).toBeGreaterThan(50);
     // The Powertools logger did write (DEBUG): the checks below are not vacuous.
-    expect(output.join('')).toContain('"service":"loupe"');
+    expect(output.lines.join('')).toContain('"service":"loupe"');
     const stored = JSON.stringify(await db.query({ pk: `ORG#${app.orgId}` }));
     expect(stored).toContain('WFCRED#');
-    const logs = [...appLines, ...output].join('\n');
+    const logs = [...appLines, ...output.lines].join('\n');
     for (const s of secrets) {
       for (const t of texts) expect(t).not.toContain(s);
       expect(logs).not.toContain(s);

@@ -99,6 +99,11 @@ export interface TestDatabases {
   maria?: mysql.Connection;
   sqlite: DatabaseSync;
   sqliteFile: string;
+  /**
+   * Runs `sql` straight on the database of that connection type (not through Loupe), to set up or read
+   * back; SELECTs answer their rows as plain objects.
+   */
+  query<T = Record<string, unknown>>(type: string, sql: string): Promise<T[]>;
   /** Registers the three as connections named pg, maria and lite; returns their ids by type. */
   connect(s: TestServer): Promise<Record<string, string>>;
   /** Drops the table from PostgreSQL and MariaDB, closes the sessions, removes the SQLite directory. */
@@ -128,6 +133,19 @@ export async function openTestDatabases(
     maria,
     sqlite,
     sqliteFile,
+    async query<T>(type: string, sql: string): Promise<T[]> {
+      if (type === 'POSTGRES') return (await client.query(sql)).rows as T[];
+      if (type === 'MARIADB') {
+        if (!maria) throw new Error('No MariaDB in this run');
+        const [out] = await maria.query(sql);
+        return (Array.isArray(out) ? out : []) as T[];
+      }
+      if (type !== 'SQLITE') throw new Error(`No test database of type ${type}`);
+      return sqlite
+        .prepare(sql)
+        .all()
+        .map((r) => ({ ...r })) as T[];
+    },
     async connect(s) {
       const conn: Record<string, string> = {};
       conn.POSTGRES = await createConnection(s, postgresConnection(pgInfo));
