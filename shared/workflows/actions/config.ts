@@ -27,6 +27,13 @@ export const LIMITS = {
   rawConfig: 256 * 1024,
 } as const;
 
+/** An integer setting within its LIMITS range, defaulting to its default; messages name it and the range. */
+function limitedInt(name: 'timeoutMs' | 'maxAttempts' | 'baseDelayMs') {
+  const { min, max, default: fallback } = LIMITS[name];
+  const range = `${name} is ${min} to ${max}`;
+  return z._default(z.int(`${name} is an integer`).check(z.gte(min, range), z.lte(max, range)), fallback);
+}
+
 /** RFC 9110 token: the characters a header name may contain. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -138,36 +145,9 @@ export const WebhookConfigSchema = z
       ),
       null,
     ),
-    timeoutMs: z._default(
-      z
-        .int('timeoutMs is an integer')
-        .check(
-          z.gte(LIMITS.timeoutMs.min, `timeoutMs is ${LIMITS.timeoutMs.min} to ${LIMITS.timeoutMs.max}`),
-          z.lte(LIMITS.timeoutMs.max, `timeoutMs is ${LIMITS.timeoutMs.min} to ${LIMITS.timeoutMs.max}`),
-        ),
-      LIMITS.timeoutMs.default,
-    ),
+    timeoutMs: limitedInt('timeoutMs'),
     retry: z._default(
-      z.strictObject({
-        maxAttempts: z._default(
-          z
-            .int('maxAttempts is an integer')
-            .check(
-              z.gte(LIMITS.maxAttempts.min, 'maxAttempts is 1 to 5'),
-              z.lte(LIMITS.maxAttempts.max, 'maxAttempts is 1 to 5'),
-            ),
-          LIMITS.maxAttempts.default,
-        ),
-        baseDelayMs: z._default(
-          z
-            .int('baseDelayMs is an integer')
-            .check(
-              z.gte(LIMITS.baseDelayMs.min, 'baseDelayMs is 100 to 30000'),
-              z.lte(LIMITS.baseDelayMs.max, 'baseDelayMs is 100 to 30000'),
-            ),
-          LIMITS.baseDelayMs.default,
-        ),
-      }),
+      z.strictObject({ maxAttempts: limitedInt('maxAttempts'), baseDelayMs: limitedInt('baseDelayMs') }),
       { maxAttempts: LIMITS.maxAttempts.default, baseDelayMs: LIMITS.baseDelayMs.default },
     ),
     successStatusCodes: z._default(
