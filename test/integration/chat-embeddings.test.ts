@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { createOrganization } from '../../shared/auth/bootstrap';
 import { loadEmbeddingIndex, resetEmbeddingCooldowns } from '../../shared/chat/embedding-index';
 import { connPk } from '../../shared/connections/store';
 import { resetConfig } from '../../shared/platform/config';
@@ -20,7 +21,7 @@ import {
   startFakeOpenAI,
 } from '../support/fake-openai';
 import { startTestServer, type TestServer } from '../support/server';
-import { waitFor } from '../support/wait';
+import { sleep, waitFor } from '../support/wait';
 
 const DB = 'chat_embeddings';
 const FILLER = 100;
@@ -348,6 +349,102 @@ describe('chat with the schema embedding index', () => {
     });
     expect(off.status, off.text).toBe(200);
     expect(await db.get(pk, 'EMBQUEUED')).toBeUndefined();
+  }, 90_000);
+
+  it('hostile annotation edits (another organization, a member without the connection, bad bodies, unknown ids) queue nothing and change nothing', async () => {
+    const TABLE = 'ops.sys_setting_007';
+    const pk = connPk(s.app.orgId, connectionId);
+    const mine = await s.call('POST', `/connections/${connectionId}/annotations`, {
+      body: { tableName: TABLE, annotation: 'Tenant settings' },
+    });
+    expect(mine.status, mine.text).toBe(201);
+    await waitFor('the refresh of the setup edit', async () => !(await db.get(pk, 'EMBQUEUED')), 30_000);
+    await waitFor('its embeddings request', async () => embeddingRequests(fake).length === 1, 30_000);
+    const annotationsBefore = (await s.call('GET', `/connections/${connectionId}/annotations?pageSize=100`))
+      .body.data;
+    const indexBefore = (await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.map((e) => e.hash);
+
+    const other = await createOrganization({ name: 'Elsewhere', adminEmail: 'admin@elsewhere.example' });
+    const m = await s.call('POST', '/members', {
+      body: { email: 'no-access@example.com', name: 'no access', role: 'member', connectionIds: [] },
+    });
+    expect(m.status, m.text).toBe(201);
+    const k = await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'k' } });
+    const noAccess = k.body.data.key as string;
+    const base = `/connections/${connectionId}/annotations`;
+    const id = mine.body.data.id as string;
+    const cases: Array<[string, string, string, { key?: string; body?: unknown }, number]> = [
+      [
+        'another organization creates',
+        'POST',
+        base,
+        { key: other.key, body: { tableName: TABLE, annotation: 'x' } },
+        404,
+      ],
+      [
+        'another organization updates',
+        'PATCH',
+        `${base}/${id}`,
+        { key: other.key, body: { annotation: 'x' } },
+        404,
+      ],
+      ['another organization deletes', 'DELETE', `${base}/${id}`, { key: other.key }, 404],
+      [
+        'a member without the connection creates',
+        'POST',
+        base,
+        { key: noAccess, body: { tableName: TABLE, annotation: 'x' } },
+        404,
+      ],
+      [
+        'a member without the connection updates',
+        'PATCH',
+        `${base}/${id}`,
+        { key: noAccess, body: { annotation: 'x' } },
+        404,
+      ],
+      ['a member without the connection deletes', 'DELETE', `${base}/${id}`, { key: noAccess }, 404],
+      ['no key', 'PATCH', `${base}/${id}`, { key: null as never, body: { annotation: 'x' } }, 401],
+      ['an empty annotation', 'POST', base, { body: { tableName: TABLE, annotation: '   ' } }, 400],
+      ['no table', 'POST', base, { body: { annotation: 'orphan' } }, 400],
+      [
+        'an annotation over 10,000 characters',
+        'PATCH',
+        `${base}/${id}`,
+        { body: { annotation: 'a'.repeat(10_001) } },
+        400,
+      ],
+      ['an empty update', 'PATCH', `${base}/${id}`, { body: {} }, 400],
+      [
+        'a column name that is an object',
+        'POST',
+        base,
+        { body: { tableName: TABLE, columnName: { $ne: 1 }, annotation: 'x' } },
+        400,
+      ],
+      ['an unknown annotation id', 'PATCH', `${base}/no-such-id`, { body: { annotation: 'x' } }, 404],
+      ['an id with a key separator', 'DELETE', `${base}/${encodeURIComponent('x#ANN#ops')}`, {}, 404],
+      [
+        "another connection's path",
+        'PATCH',
+        `/connections/no-such-connection/annotations/${id}`,
+        { body: { annotation: 'x' } },
+        404,
+      ],
+    ];
+    for (const [what, method, path, opts, status] of cases) {
+      const r = await s.call(method, path, opts as never);
+      expect(r.status, `${what}: ${r.text}`).toBe(status);
+      expect(r.body.error?.code, what).toBeTruthy();
+      expect(await db.get(pk, 'EMBQUEUED'), what).toBeUndefined();
+    }
+    expect(await db.get(connPk(other.orgId, connectionId), 'EMBQUEUED')).toBeUndefined();
+    expect((await s.call('GET', `${base}?pageSize=100`)).body.data).toEqual(annotationsBefore);
+    await sleep(6_000); // longer than the refresh delay: nothing was queued, so nothing is embedded
+    expect(embeddingRequests(fake)).toHaveLength(1);
+    expect((await loadEmbeddingIndex(s.app.orgId, connectionId))!.entries.map((e) => e.hash)).toEqual(
+      indexBefore,
+    );
   }, 90_000);
 
   it('a queued refresh for a connection deleted meanwhile writes nothing', async () => {
