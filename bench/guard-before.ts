@@ -20,15 +20,9 @@
  * MongoDB queries are JSON and checked in mongo-query.ts.
  */
 
-import type { DbType } from '../shared/connections/drivers/types';
-import { parseMongoQuery } from '../shared/connections/mongo-query';
-import {
-  type Dialect,
-  interpretations,
-  type LexResult,
-  lex,
-  type Token,
-} from '../shared/connections/sql-lexer';
+import type { DbType } from '../shared/databases/drivers/types';
+import { type Dialect, interpretations, type LexResult, lex, type Token } from '../shared/guard/lexer';
+import { parseMongoQuery } from '../shared/guard/mongo';
 import { AppError, validationError } from '../shared/platform/errors';
 
 export type ReadKind = 'select' | 'values' | 'explain' | 'show' | 'describe' | 'pragma' | 'mongo';

@@ -9,8 +9,8 @@ import { DatabaseSync } from 'node:sqlite';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { ROOT } from '../infra/functions';
-import type { CatalogQuery } from '../shared/connections/guard/pg-catalog';
-import { type Dialect, lex } from '../shared/connections/sql-lexer';
+import { type Dialect, lex } from '../shared/guard/lexer';
+import type { CatalogQuery } from '../shared/guard/pg-catalog';
 import type { DbServer } from '../test/support/databases';
 
 export type CorpusDialect = 'POSTGRES' | 'MARIADB' | 'SQLITE' | 'MSSQL';

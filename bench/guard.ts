@@ -1,13 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DbType } from '../shared/connections/drivers/types';
-import { assertPgCallsAllowed } from '../shared/connections/guard/pg-catalog';
-import {
-  checkWithSqlparser,
-  loadSqlparser,
-  type SqlparserDialect,
-} from '../shared/connections/guard/sqlparser';
-import { assertReadOnly, verifyRead } from '../shared/connections/sql-guard';
+import type { DbType } from '../shared/databases/drivers/types';
+import { assertPgCallsAllowed } from '../shared/guard/pg-catalog';
+import { assertReadOnly, verifyRead } from '../shared/guard/read';
+import { checkWithSqlparser, loadSqlparser, type SqlparserDialect } from '../shared/guard/sqlparser';
 import { type DbServer, startMariadb, startPostgres } from '../test/support/databases';
 import type { BenchModule } from './context';
 import { assertReadOnly as assertReadOnlyBefore } from './guard-before';

@@ -2,7 +2,7 @@
  * The schema retrieval of shared/chat/schema-context.ts before issue 16 (word overlap, 30 tables / 14,000
  * characters), frozen here so that the linking benchmark measures before and after in the same run.
  */
-import type { TableInfo } from '../shared/connections/drivers/types';
+import type { TableInfo } from '../shared/databases/drivers/types';
 
 /** The annotation fields the assistant uses (a subset of the connections capability's Annotation). */
 export interface NoteLike {

@@ -1,12 +1,12 @@
 import pg from 'pg';
 import { generateKey } from '../shared/auth/key-material';
 import { setSchemaContextBuilder } from '../shared/chat/assistant';
-import { refreshEmbeddingIndex } from '../shared/chat/embedding-index';
 import { buildSchemaContext } from '../shared/chat/schema-context';
 import { listAnnotationsOf } from '../shared/connections/annotations';
 import { runAutoAnnotation } from '../shared/connections/auto-annotate';
-import { closeAllDrivers } from '../shared/connections/drivers/index';
+import { refreshEmbeddingIndex } from '../shared/connections/embedding-index';
 import { loadSchema } from '../shared/connections/schema-store';
+import { closeAllDrivers } from '../shared/databases/drivers/index';
 import { resetConfig } from '../shared/platform/config';
 import { addBalance } from '../shared/usage/balance';
 import { startPostgres } from '../test/support/databases';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { type LocalApp, startLocal } from '../infra/local/app';
 import { generateKey } from '../shared/auth/key-material';
-import { closeAllDrivers } from '../shared/connections/drivers/index';
+import { closeAllDrivers } from '../shared/databases/drivers/index';
 import { resetConfig } from '../shared/platform/config';
 import { resetDocumentClient } from '../shared/platform/db/client';
 import { db } from '../shared/platform/db/store';

@@ -21,7 +21,7 @@ export const handler = httpHandler([
       // Every group's endpoint specs (and their zod schemas) load only when the document is first asked
       // for, not at each cold start of this function (esbuild puts them in a lazy chunk).
       const [{ allEndpoints }, { buildOpenApi }] = await Promise.all([
-        import('../../shared/http/endpoints'),
+        import('../endpoints'),
         import('../../shared/http/openapi'),
       ]);
       openapi = JSON.stringify(buildOpenApi(allEndpoints, baseUrl));

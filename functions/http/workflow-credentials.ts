@@ -8,6 +8,7 @@ import {
 } from '../../shared/credentials/credentials';
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
+import { credentialInUse } from '../../shared/workflows/credential-in-use';
 
 export const handler = httpHandler([
   on(api.listCredentials, async ({ ctx, query }) => listCredentials(ctx, query)),
@@ -19,5 +20,7 @@ export const handler = httpHandler([
   on(api.rotateCredential, async ({ ctx, params, body }) => ({
     data: await rotateCredential(ctx, params.id, body),
   })),
-  on(api.deleteCredential, async ({ ctx, params }) => ({ data: await deleteCredential(ctx, params.id) })),
+  on(api.deleteCredential, async ({ ctx, params }) => ({
+    data: await deleteCredential(ctx, params.id, credentialInUse),
+  })),
 ]);

@@ -1,5 +1,5 @@
-import { runEmbeddingRefresh } from '../../shared/connections/annotation-embeddings';
 import { AnnotateJob, runAutoAnnotation } from '../../shared/connections/auto-annotate';
+import { runEmbeddingRefresh } from '../../shared/connections/embedding-refresh';
 import { queueWorker } from '../../shared/platform/queue/worker';
 
 /**

@@ -11,7 +11,7 @@ import { startLocalStore, startStoreProcess } from './store';
 import './demo';
 import './outbound';
 import './workers';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
 
 export interface LocalApp {
   url: string;

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { type MessagePort, parentPort } from 'node:worker_threads';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
 import { envelope } from '../../shared/http/envelope';
 import { groupFor } from '../../shared/http/groups';
 import { resetConfig } from '../../shared/platform/config';

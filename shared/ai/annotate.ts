@@ -1,9 +1,17 @@
-import type { AnnotationInput } from '../connections/annotations';
-import type { DbType, TableInfo } from '../connections/drivers/types';
+import type { DbType, TableInfo } from '../databases/drivers/types';
 import { logger } from '../platform/logger';
 import { remainingCents } from '../usage/balance';
 import { callModel } from './model';
 import { aiProvider } from './provider';
+
+/** One annotation text for a table (columnName null) or a column, as the model or a user writes it. */
+export interface AnnotationInput {
+  tableName: string;
+  columnName: string | null;
+  annotation: string;
+  dataType?: string | null;
+  examples?: string | null;
+}
 
 const TABLE_NOTE_CHARS = 500;
 const COLUMN_NOTE_CHARS = 300;

@@ -1,5 +1,5 @@
 import type { AuthContext } from '../auth/context';
-import type { DbType, SchemaSnapshot } from '../connections/drivers/types';
+import type { DbType, SchemaSnapshot } from '../databases/drivers/types';
 import { logger } from '../platform/logger';
 import { remainingCents } from '../usage/balance';
 import { callModel } from './model';

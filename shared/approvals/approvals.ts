@@ -14,10 +14,10 @@ import type * as z from 'zod/mini';
 import { type AuthContext, isAdmin } from '../auth/context';
 import { authStore } from '../auth/store';
 import { loadConnection } from '../connections/connections';
-import type { QueryResult } from '../connections/drivers/types';
 import { startQueryRecord } from '../connections/history';
 import { type ConnectionRecord, connectionStore } from '../connections/store';
 import { targetFor } from '../connections/target';
+import type { QueryResult } from '../databases/drivers/types';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { config } from '../platform/config';
@@ -98,7 +98,7 @@ async function classify(type: ConnectionRecord['type'], text: string): Promise<C
   // Lazily, like the guard and the drivers below: listing rules and queries needs none of them.
   const [{ classifyStatement }, { assertSingleStatement }] = await Promise.all([
     import('./classify'),
-    import('./single-statement'),
+    import('../guard/write'),
   ]);
   const c = await classifyStatement(type, text);
   if (c.kind === 'write' && type !== 'MONGODB') await assertSingleStatement(type, text);
@@ -108,7 +108,7 @@ async function classify(type: ConnectionRecord['type'], text: string): Promise<C
 /** A write must never reach a connection that cannot take one; refused with the guard's 400. */
 async function assertWritable(conn: ConnectionRecord, c: Classification): Promise<void> {
   if (c.kind !== 'write') return;
-  const { readOnlyViolation } = await import('../connections/sql-guard');
+  const { readOnlyViolation } = await import('../guard/read');
   if (conn.type === 'MONGODB')
     throw readOnlyViolation(
       c.statementType,

@@ -11,10 +11,10 @@
  *   statement on the dialect's real grammar (libpg-query; sqlparser-rs for the others). MongoDB: a `$out`/`$merge`-style query is a 'write'; text that is not a MongoDB query
  *   throws the guard's error.
  */
-import type { DbType } from '../connections/drivers/types';
-import { assertReadOnly } from '../connections/sql-guard';
+import type { DbType } from '../databases/drivers/types';
+import { assertReadOnly } from '../guard/read';
+import { assertSingleStatement, STRUCTURAL } from '../guard/write';
 import { isAppError } from '../platform/errors';
-import { assertSingleStatement, STRUCTURAL } from './single-statement';
 
 export interface Classification {
   kind: 'read' | 'write';

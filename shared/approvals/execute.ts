@@ -4,9 +4,9 @@
  * the statement timeout, committed only when the statement succeeded (each driver's write path).
  * Results are bounded to the row cap and to a size that fits the stored record.
  */
-import { driverFor } from '../connections/drivers/index';
-import type { ConnectionTarget, QueryResult } from '../connections/drivers/types';
-import { queryError, resolveOptions, runReadOnly } from '../connections/run';
+import { driverFor } from '../databases/drivers/index';
+import type { ConnectionTarget, QueryResult } from '../databases/drivers/types';
+import { queryError, resolveOptions, runReadOnly } from '../databases/run';
 import { badRequest } from '../platform/errors';
 
 export const APPROVAL_MAX_ROWS = 1000;

@@ -1,4 +1,4 @@
-import type { DbType } from '../connections/drivers/types';
+import type { DbType } from '../databases/drivers/types';
 import { db, strip } from '../platform/db/store';
 
 export type PendingStatus = 'PENDING' | 'APPROVED' | 'REJECTED' | 'EXPIRED';

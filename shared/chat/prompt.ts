@@ -1,5 +1,5 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { DbType } from '../connections/drivers/types';
+import type { DbType } from '../databases/drivers/types';
 import { clip, type SchemaContext } from './schema-context';
 
 /** One earlier message of the conversation, as stored. */

@@ -1,4 +1,4 @@
-import type { QueryResult } from '../connections/drivers/types';
+import type { QueryResult } from '../databases/drivers/types';
 import type { Intent } from './intent';
 
 /** One tool call the assistant made while answering. */

@@ -1,4 +1,3 @@
-import type { TableInfo } from '../connections/drivers/types';
 import {
   bareName,
   buildIndex,
@@ -8,9 +7,10 @@ import {
   type SchemaIndex,
   term,
   terms,
-} from './schema-index';
+} from '../connections/schema-index';
+import type { TableInfo } from '../databases/drivers/types';
 
-export { bareName, type NoteLike, notesOf } from './schema-index';
+export { bareName, type NoteLike, notesOf } from '../connections/schema-index';
 
 /**
  * The schema part of the first prompt is budgeted in tokens (estimated from bytes, see estimateTokens):

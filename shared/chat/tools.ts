@@ -1,5 +1,5 @@
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { DbType, QueryResult } from '../connections/drivers/types';
+import type { DbType, QueryResult } from '../databases/drivers/types';
 import type { AppError } from '../platform/errors';
 import { clip } from './schema-context';
 

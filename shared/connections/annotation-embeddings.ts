@@ -1,14 +1,11 @@
 import { embeddingSettings } from '../ai/embeddings';
 import type { AuthContext } from '../auth/context';
-import { refreshEmbeddingIndex } from '../chat/embedding-index';
 import { db } from '../platform/db/store';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { queue } from '../platform/queue';
-import { listAnnotationsOf } from './annotations';
 import type { AnnotateJob } from './auto-annotate';
-import { loadSchema } from './schema-store';
-import { connectionStore, connPk } from './store';
+import { connPk } from './store';
 
 /**
  * A user's annotation edit (create, update, delete) changes what the optional embedding index embeds
@@ -23,7 +20,7 @@ import { connectionStore, connPk } from './store';
  * then. The refresh removes the marker before it reads, so an edit made while it runs queues the next
  * one. A marker older than QUEUED_STALE_MS is taken as lost (its message dead-lettered) and replaced.
  */
-const QUEUED_SK = 'EMBQUEUED';
+export const QUEUED_SK = 'EMBQUEUED';
 /** Edits within this window after the first are embedded by the same refresh. */
 export const EDIT_REFRESH_DELAY_SECONDS = 5;
 const QUEUED_STALE_MS = 15 * 60_000;
@@ -65,18 +62,4 @@ export async function queueEmbeddingRefresh(ctx: AuthContext, connectionId: stri
       error: (e as Error).message,
     });
   }
-}
-
-/** The `annotate` worker's refresh job (`embedOnly`): the index brought up to date with the annotations. */
-export async function runEmbeddingRefresh(job: AnnotateJob): Promise<void> {
-  await db.delete(connPk(job.orgId, job.connectionId), QUEUED_SK);
-  const rec = await connectionStore.get(job.orgId, job.connectionId);
-  const cached = rec ? await loadSchema(job.orgId, job.connectionId) : null;
-  if (!rec || !cached) return; // deleted meanwhile, or never introspected: nothing to embed
-  await refreshEmbeddingIndex(
-    { orgId: job.orgId, userId: job.requestedBy },
-    job.connectionId,
-    cached.schema.tables,
-    () => listAnnotationsOf(job.orgId, job.connectionId),
-  );
 }

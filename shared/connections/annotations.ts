@@ -1,3 +1,4 @@
+import type { AnnotationInput } from '../ai/annotate';
 import type { AuthContext } from '../auth/context';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
@@ -40,13 +41,7 @@ const toAnnotation = (item: Item): Annotation => {
   return rest as unknown as Annotation;
 };
 
-export interface AnnotationInput {
-  tableName: string;
-  columnName: string | null;
-  annotation: string;
-  dataType?: string | null;
-  examples?: string | null;
-}
+export type { AnnotationInput };
 
 /**
  * Creates the annotation of a table/column pair, or updates the one that exists. `source: 'auto'` writes

@@ -1,15 +1,21 @@
 import * as z from 'zod/mini';
 import { modelAnnotations } from '../ai/annotate';
 import type { AuthContext } from '../auth/context';
-import { refreshEmbeddingIndex } from '../chat/embedding-index';
+import type {
+  ConnectionTarget,
+  DbType,
+  QueryResult,
+  SchemaSnapshot,
+  TableInfo,
+} from '../databases/drivers/types';
+import { runReadOnly } from '../databases/run';
 import { AppError, validationError } from '../platform/errors';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { queue } from '../platform/queue';
 import { type AnnotationInput, listAnnotationsOf, writeAnnotation } from './annotations';
 import { loadConnection } from './connections';
-import type { ConnectionTarget, DbType, QueryResult, SchemaSnapshot, TableInfo } from './drivers/types';
-import { runReadOnly } from './run';
+import { refreshEmbeddingIndex } from './embedding-index';
 import { loadSchema } from './schema-store';
 import { connectionStore } from './store';
 import { targetFor } from './target';

@@ -1,14 +1,14 @@
 import { type AuthContext, assertConnectionVisible, isAdmin } from '../auth/context';
+import { closeDriver } from '../databases/drivers';
+import type { DbType } from '../databases/drivers/types';
+import { SqliteSourceRefused, sqliteSource } from '../databases/sqlite-source';
+import type { isOtherDenied } from '../guard/functions';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { notFound, validationError } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';
 import type { ConnectionCreate, ConnectionUpdate } from './api';
-import { closeDriver } from './drivers';
-import type { DbType } from './drivers/types';
-import type { isOtherDenied } from './guard/functions';
 import { dropCachedSchema } from './schema-store';
-import { SqliteSourceRefused, sqliteSource } from './sqlite-source';
 import {
   type ConnectionRecord,
   connectionStore,
@@ -165,7 +165,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     hasPassword: !!password,
     allowedFunctions: uniqueNames(body.allowedFunctions),
   };
-  issues.push(...settingsIssues(settings, (await import('./guard/functions')).isOtherDenied));
+  issues.push(...settingsIssues(settings, (await import('../guard/functions')).isOtherDenied));
   if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, settings));
   if (issues.length) throw fail(issues);
   const id = newId();
@@ -222,7 +222,7 @@ export async function updateConnection(
           ? (cur.allowedFunctions ?? [])
           : uniqueNames(body.allowedFunctions),
     };
-    issues.push(...settingsIssues(next, (await import('./guard/functions')).isOtherDenied));
+    issues.push(...settingsIssues(next, (await import('../guard/functions')).isOtherDenied));
     if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, next));
     if (issues.length) throw fail(issues);
 

@@ -1,13 +1,13 @@
 import { type AuthContext, assertConnectionVisible } from '../auth/context';
+import type { DbType, QueryResult } from '../databases/drivers/types';
 import { AppError, isAppError, notFound, validationError } from '../platform/errors';
 import { loadConnection } from './connections';
-import type { DbType, QueryResult } from './drivers/types';
 import { claimQueryNumber, type QueryStatus, queryRecordAt } from './history';
 import { targetFor } from './target';
 
 /** The drivers, the SQL guard and error diagnosis load with the first query, not at a cold start. */
-let runModule: Promise<typeof import('./run')> | undefined;
-const run = () => (runModule ??= import('./run'));
+let runModule: Promise<typeof import('../databases/run')> | undefined;
+const run = () => (runModule ??= import('../databases/run'));
 
 export interface ExecuteInput {
   /** SQL text, or for MONGODB a JSON query string (decisions.md §3). */

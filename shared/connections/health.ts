@@ -1,11 +1,11 @@
 import * as z from 'zod/mini';
+import { connectionFailed, diagnose } from '../databases/diagnosis';
+import { driverFor } from '../databases/drivers';
 import { outbox } from '../platform/events';
 import type { EventType } from '../platform/events/port';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { queue } from '../platform/queue';
-import { connectionFailed, diagnose } from './diagnosis';
-import { driverFor } from './drivers';
 import { type ConnectionRecord, connectionStore, healthIndex, type StoredDiagnosis } from './store';
 import { targetFor } from './target';
 

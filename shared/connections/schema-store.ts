@@ -1,6 +1,6 @@
+import type { SchemaSnapshot } from '../databases/drivers/types';
 import { db } from '../platform/db/store';
 import { newId, padSeq } from '../platform/ids';
-import type { SchemaSnapshot } from './drivers/types';
 import { deleteKeys, keysOf, orgPk } from './store';
 
 /** node:zlib when a large schema is written or read, not at start (a few ms of every cold start). */

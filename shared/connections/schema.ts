@@ -1,14 +1,14 @@
 import type { AuthContext } from '../auth/context';
-import { refreshEmbeddingIndex } from '../chat/embedding-index';
+import { diagnose, introspectionFailed } from '../databases/diagnosis';
+import { driverFor } from '../databases/drivers';
+import type { ConnectionTarget, SchemaSnapshot } from '../databases/drivers/types';
 import { AppError } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { listAnnotationsOf } from './annotations';
 import { loadConnection } from './connections';
-import { diagnose, introspectionFailed } from './diagnosis';
-import { driverFor } from './drivers';
-import type { ConnectionTarget, SchemaSnapshot } from './drivers/types';
+import { refreshEmbeddingIndex } from './embedding-index';
 import { type CachedSchema, loadSchema, saveSchema } from './schema-store';
 import { type ConnectionRecord, connectionStore, type StoredDiagnosis } from './store';
 import { summarizeSchema } from './summary';

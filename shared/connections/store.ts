@@ -1,7 +1,7 @@
+import type { DbType } from '../databases/drivers/types';
 import { config } from '../platform/config';
 import { documentClient } from '../platform/db/client';
 import { db, type Item, strip } from '../platform/db/store';
-import type { DbType } from './drivers/types';
 
 /**
  * Connection records. Items:

@@ -1,6 +1,6 @@
 import { modelSchemaSummary } from '../ai/schema-summary';
 import type { AuthContext } from '../auth/context';
-import type { DbType, SchemaSnapshot, TableInfo } from './drivers/types';
+import type { DbType, SchemaSnapshot, TableInfo } from '../databases/drivers/types';
 
 /** What a summary may say about the connection (no secrets). */
 export interface SummaryConnection {

@@ -1,5 +1,5 @@
+import type { ConnectionTarget } from '../databases/drivers/types';
 import { type Encryption, encryption } from '../platform/encryption';
-import type { ConnectionTarget } from './drivers/types';
 import type { ConnectionRecord } from './store';
 
 /** The encryption context a connection password is bound to: a ciphertext moved elsewhere does not decrypt. */

@@ -1,11 +1,11 @@
 import type { AuthContext } from '../auth/context';
+import { connectionFailed, diagnose } from '../databases/diagnosis';
+import { driverFor } from '../databases/drivers';
 import { isAppError } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { loadConnection } from './connections';
-import { connectionFailed, diagnose } from './diagnosis';
-import { driverFor } from './drivers';
 import { introspect, storeIntrospected } from './schema';
 import { loadSchema } from './schema-store';
 import { connectionStore, healthIndex, type StoredDiagnosis } from './store';

@@ -13,7 +13,6 @@ import {
   type WorkflowCredentialCreate,
   type WorkflowCredentialRotate,
 } from './api';
-import { credentialInUse } from './in-use';
 import { type CredentialRecord, credentialContext, credentialNames, credentialStore } from './store';
 
 /** What responses carry: metadata only, never the secret, its ciphertext or any hint of it. */
@@ -134,10 +133,18 @@ export async function rotateCredential(
   return credentialView(updated);
 }
 
-/** Deletes the credential unless a workflow still references it (409 IN_USE), then frees its name. */
-export async function deleteCredential(ctx: AuthContext, id: string) {
+/**
+ * Deletes the credential unless a workflow still references it (409 IN_USE), then frees its name.
+ * `inUse` is workflows' credentialInUse (workflows/credential-in-use.ts), passed in by the handler:
+ * workflows use credentials, so this room does not import workflows.
+ */
+export async function deleteCredential(
+  ctx: AuthContext,
+  id: string,
+  inUse: (orgId: string, credentialId: string) => Promise<boolean>,
+) {
   const r = await found(ctx, id);
-  if (await credentialInUse(ctx.orgId, id))
+  if (await inUse(ctx.orgId, id))
     throw conflict(
       'IN_USE',
       'A workflow draft or its active published version still uses this credential; remove it from those actions first.',

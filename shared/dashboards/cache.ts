@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { QueryResult } from '../connections/drivers/types';
+import type { QueryResult } from '../databases/drivers/types';
 import { db } from '../platform/db/store';
 import { DEFAULT_CACHE_SECONDS } from './api';
 import type { WidgetRecord } from './store';

@@ -1,6 +1,6 @@
 import type { AuthContext } from '../auth/context';
-import type { DbType } from '../connections/drivers/types';
 import { connectionForUse } from '../connections/execute';
+import type { DbType } from '../databases/drivers/types';
 import { AppError, isAppError } from '../platform/errors';
 
 /**
@@ -29,7 +29,7 @@ export async function assertReadOnlyAt(
 ): Promise<void> {
   try {
     // Lazily: the SQL guard (parsers' loaders, allow lists) is needed to save SQL, not to read records.
-    const { assertReadOnly } = await import('../connections/sql-guard');
+    const { assertReadOnly } = await import('../guard/read');
     await assertReadOnly(type, text, { allowedFunctions });
   } catch (e) {
     if (isAppError(e)) {

@@ -1,7 +1,7 @@
 /**
  * The syntax of LOUPE_DB_DENY_CIDRS and LOUPE_DB_ALLOW_CIDRS, checked when the configuration is read:
  * exactly the entries ipaddr.js 2.5 accepts (`ipaddr.parseCIDR` for an entry with a slash, `ipaddr.parse`
- * otherwise), which shared/connections/host-policy.ts uses to parse and match them. The same rules written
+ * otherwise), which shared/databases/host-policy.ts uses to parse and match them. The same rules written
  * out here so that reading the configuration does not load ipaddr.js (12.5 KiB) at every cold start; the
  * policy loads it with the first database connection. test/unit/cidr.test.ts compares both on many inputs.
  */

@@ -13,7 +13,7 @@ export interface EmbeddedIPv4 {
 
 /**
  * The IPv4 address an IPv6 address carries, shared by the outbound HTTP rule (shared/outbound/address.ts)
- * and the database host rule (shared/connections/host-policy.ts), which judge what they get differently:
+ * and the database host rule (shared/databases/host-policy.ts), which judge what they get differently:
  *  - IPv4-mapped `::ffff:a.b.c.d` (`ipv4Mapped`) and IPv4-translated `::ffff:0:a.b.c.d` (`rfc6145`);
  *  - NAT64 `64:ff9b::a.b.c.d` and the local-use `64:ff9b:1::/48` (`rfc6052`; RFC 8215), the address
  *    read from the last 32 bits in both;

@@ -1,4 +1,4 @@
-import type { DbType } from '../connections/drivers/types';
+import type { DbType } from '../databases/drivers/types';
 import { type SqlDialect, scanSql } from './tokenize';
 import type { Canonical, ParamDef, ParamType } from './values';
 

@@ -1,4 +1,4 @@
-import type { DbType } from '../connections/drivers/types';
+import type { DbType } from '../databases/drivers/types';
 import { bindSql } from './bind';
 import { bindMongo, scanMongo } from './mongo-params';
 import { lineColumn, scanSql } from './tokenize';

@@ -1,9 +1,9 @@
 import type * as z from 'zod/mini';
 import type { AuthContext } from '../auth/context';
-import type { DbType } from '../connections/drivers/types';
 import { connectionForUse, executeReadOnly } from '../connections/execute';
 import { assertCanChange, canSee, onAssignedConnection } from '../dashboards/access';
 import { assertReadOnlyAt, connectionForSave } from '../dashboards/connection';
+import type { DbType } from '../databases/drivers/types';
 import { pageOf } from '../http/envelope';
 import { alreadyExists, conflict, notFound, validationError } from '../platform/errors';
 import { newId, nowIso } from '../platform/ids';

@@ -1,4 +1,4 @@
-import type { DbType } from '../connections/drivers/types';
+import type { DbType } from '../databases/drivers/types';
 
 /** Dialects whose queries are SQL text (MongoDB queries are JSON; see mongo-params.ts). */
 export type SqlDialect = Exclude<DbType, 'MONGODB'>;

@@ -1,6 +1,6 @@
-import { costOf } from '../ai/prices';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
+import { costOf } from './prices';
 import { type UsageFeature, type UsageRecord, usageStore } from './store';
 
 export interface UsageInput {

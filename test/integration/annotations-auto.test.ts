@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deterministicAnnotator, sampleQuery } from '../../shared/connections/auto-annotate';
-import type { TableInfo } from '../../shared/connections/drivers/types';
+import type { TableInfo } from '../../shared/databases/drivers/types';
 
 const users: TableInfo = {
   name: 'sales.users',

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runApproved } from '../../shared/approvals/execute';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
 import type { AppError } from '../../shared/platform/errors';
 import { startTdsWire, type TdsWireServer } from '../support/tds-wire';
 

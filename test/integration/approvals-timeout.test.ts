@@ -7,8 +7,8 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { APPROVAL_MAX_RESULT_BYTES, runApproved } from '../../shared/approvals/execute';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget, DbType } from '../../shared/connections/drivers/types';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget, DbType } from '../../shared/databases/drivers/types';
 import { resetConfig } from '../../shared/platform/config';
 import type { AppError } from '../../shared/platform/errors';
 

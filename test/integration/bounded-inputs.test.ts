@@ -3,7 +3,7 @@
  * the query endpoint and saved queries; JSON bodies that deep are 400s on other routes too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseMongoQuery } from '../../shared/connections/mongo-query';
+import { parseMongoQuery } from '../../shared/guard/mongo';
 import { nestedDeeperThan } from '../../shared/platform/json-depth';
 import { createConnection } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
-import { loadEmbeddingIndex, resetEmbeddingCooldowns } from '../../shared/chat/embedding-index';
+import { loadEmbeddingIndex, resetEmbeddingCooldowns } from '../../shared/connections/embedding-index';
 import { connPk } from '../../shared/connections/store';
 import { resetConfig } from '../../shared/platform/config';
 import { db } from '../../shared/platform/db/store';
@@ -448,7 +448,7 @@ describe('chat with the schema embedding index', () => {
   }, 90_000);
 
   it('a queued refresh for a connection deleted meanwhile writes nothing', async () => {
-    const { runEmbeddingRefresh } = await import('../../shared/connections/annotation-embeddings');
+    const { runEmbeddingRefresh } = await import('../../shared/connections/embedding-refresh');
     const gone = 'conn-that-was-deleted';
     await runEmbeddingRefresh({
       orgId: s.app.orgId,

@@ -5,9 +5,9 @@
  */
 import { createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget, DbType } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget, DbType } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
 import { resetConfig } from '../../shared/platform/config';
 import { freePort } from '../support/databases';
 import { failure } from '../support/drivers';

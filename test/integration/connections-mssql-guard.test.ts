@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
 import { createConnection } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 import { startTdsWire, type TdsWireServer } from '../support/tds-wire';

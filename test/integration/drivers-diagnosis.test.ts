@@ -17,10 +17,10 @@ import {
   type Diagnosis,
   diagnose,
   introspectionFailed,
-} from '../../shared/connections/diagnosis';
-import { closeAllDrivers, unpooledDriver } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget, DbType } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
+} from '../../shared/databases/diagnosis';
+import { closeAllDrivers, unpooledDriver } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget, DbType } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
 import { resetConfig } from '../../shared/platform/config';
 import type { AppError } from '../../shared/platform/errors';
 import { freePort } from '../support/databases';

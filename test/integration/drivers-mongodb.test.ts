@@ -5,10 +5,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Diagnosis, diagnose } from '../../shared/connections/diagnosis';
-import { closeAllDrivers, driverFor, unpooledDriver } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
+import { type Diagnosis, diagnose } from '../../shared/databases/diagnosis';
+import { closeAllDrivers, driverFor, unpooledDriver } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
 import { freePort } from '../support/databases';
 import { failure, pingError } from '../support/drivers';
 import { type MongoWireServer, startMongoWire } from '../support/mongo-wire';

@@ -7,8 +7,8 @@
  */
 import sql from 'mssql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Diagnosis } from '../../shared/connections/diagnosis';
-import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
+import type { Diagnosis } from '../../shared/databases/diagnosis';
+import { closeAllDrivers, driverFor } from '../../shared/databases/drivers/index';
 import {
   buildMssqlSnapshot,
   MSSQL_INTROSPECTION,
@@ -16,10 +16,10 @@ import {
   mssqlTypeName,
   normalizeMssqlValue,
   paramNames,
-} from '../../shared/connections/drivers/mssql';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
-import { assertReadOnly } from '../../shared/connections/sql-guard';
+} from '../../shared/databases/drivers/mssql';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
+import { assertReadOnly } from '../../shared/guard/read';
 import type { AppError } from '../../shared/platform/errors';
 import { startTdsWire, type TdsColumn, type TdsWireServer } from '../support/tds-wire';
 
@@ -414,7 +414,7 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
     const err = await d
       .query('SELECT * FROM secret', { maxRows: 1, maxBytes: 1e4, timeoutMs: 5000 })
       .catch((x) => x);
-    const { diagnose } = await import('../../shared/connections/diagnosis');
+    const { diagnose } = await import('../../shared/databases/diagnosis');
     expect(diagnose(err, t(), 'QUERY')).toMatchObject({ stage: 'PERMISSION', fault: 'user' });
   });
 

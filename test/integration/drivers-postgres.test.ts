@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
+import { closeAllDrivers, driverFor } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
 import { failure, refusesEach } from '../support/drivers';
 
 const db = inject('postgres');

@@ -13,9 +13,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
+import { closeAllDrivers, driverFor } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
 import { resetConfig } from '../../shared/platform/config';
 import { failure } from '../support/drivers';
 
@@ -232,7 +232,7 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
   });
 
   it('runs statements in a child process that exits when idle and comes back on the next call', async () => {
-    const { sqliteDriver } = await import('../../shared/connections/drivers/sqlite');
+    const { sqliteDriver } = await import('../../shared/databases/drivers/sqlite');
     const children = () =>
       readdirSync('/proc')
         .filter((e) => /^\d+$/.test(e))

@@ -12,10 +12,10 @@ import { DatabaseSync } from 'node:sqlite';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { closeAllDrivers } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { forgetCatalogVerdicts } from '../../shared/connections/guard/pg-catalog';
-import { classifyOnConnection, runReadOnly } from '../../shared/connections/run';
+import { closeAllDrivers } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { classifyOnConnection, runReadOnly } from '../../shared/databases/run';
+import { forgetCatalogVerdicts } from '../../shared/guard/pg-catalog';
 import { resetConfig } from '../../shared/platform/config';
 import { failure } from '../support/drivers';
 
@@ -493,7 +493,7 @@ describe.skipIf(!maria)('MariaDB: hostile statements are refused and change noth
 });
 
 describe('SQLite: hostile statements are refused and change nothing', () => {
-  // SQLite files live under the organization's folder of LOUPE_SQLITE_ROOT (shared/connections/sqlite-source.ts).
+  // SQLite files live under the organization's folder of LOUPE_SQLITE_ROOT (shared/databases/sqlite-source.ts).
   const dir = mkdtempSync(join(tmpdir(), 'loupe-guard-sqlite-'));
   const orgId = `org-guard-${suffix}`;
   const file = join(dir, orgId, 'g.db');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { COMMENT_CHARS } from '../../shared/connections/drivers/comments';
+import { COMMENT_CHARS } from '../../shared/databases/drivers/comments';
 import { addBalance } from '../../shared/usage/balance';
 import {
   createConnection,

@@ -7,8 +7,8 @@
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget, QueryOptions } from '../../shared/connections/drivers/types';
+import { closeAllDrivers, driverFor } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget, QueryOptions } from '../../shared/databases/drivers/types';
 
 const suffix = `${process.pid}_${Date.now().toString(36)}`;
 const opts = (over: Partial<QueryOptions> = {}): QueryOptions => ({

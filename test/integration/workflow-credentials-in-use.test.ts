@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server';
 
 /**
- * DELETE consults credentialInUse (shared/credentials/in-use.ts) and answers 409 IN_USE while it says
+ * DELETE consults credentialInUse (shared/workflows/credential-in-use.ts) and answers 409 IN_USE while it says
  * so. Workflow references arrive with issue 12, so the lookup is replaced here by a switch the test
  * controls, to prove the route asks it with the right organization and credential and obeys it.
  */
 const inUse = vi.hoisted(() => ({ value: true, calls: [] as [string, string][] }));
-vi.mock('../../shared/credentials/in-use', () => ({
+vi.mock('../../shared/workflows/credential-in-use', () => ({
   credentialInUse: async (orgId: string, credentialId: string) => {
     inUse.calls.push([orgId, credentialId]);
     return inUse.value;

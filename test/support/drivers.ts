@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
-import { unpooledDriver } from '../../shared/connections/drivers/index';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { runReadOnly } from '../../shared/connections/run';
+import { unpooledDriver } from '../../shared/databases/drivers/index';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { runReadOnly } from '../../shared/databases/run';
 import type { AppError } from '../../shared/platform/errors';
 
 /** The error a promise rejects with; throws when it resolves. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 // The provisional classifier: delete this file with shared/approvals/classify.ts when approvals.ts
 // switches to the guard's `classifyStatement` (which has its own tests).
 import { classifyStatement } from '../../shared/approvals/classify';
-import type { DbType } from '../../shared/connections/drivers/types';
+import type { DbType } from '../../shared/databases/drivers/types';
 
 const fails = async (type: DbType, text: string) => {
   try {

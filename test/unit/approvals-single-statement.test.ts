@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { assertSingleStatement } from '../../shared/approvals/single-statement';
-import type { DbType } from '../../shared/connections/drivers/types';
+import type { DbType } from '../../shared/databases/drivers/types';
+import { assertSingleStatement } from '../../shared/guard/write';
 
 type Sql = Exclude<DbType, 'MONGODB'>;
 

@@ -14,8 +14,8 @@ import {
   tablesInSql,
   words,
 } from '../../shared/chat/schema-context';
-import { terms } from '../../shared/chat/schema-index';
-import type { TableInfo } from '../../shared/connections/drivers/types';
+import { terms } from '../../shared/connections/schema-index';
+import type { TableInfo } from '../../shared/databases/drivers/types';
 
 const table = (
   name: string,

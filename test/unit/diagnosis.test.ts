@@ -13,11 +13,11 @@ import {
   diagnose,
   introspectionFailed,
   sanitize,
-} from '../../shared/connections/diagnosis';
-import type { ConnectionTarget } from '../../shared/connections/drivers/types';
-import { HostRefusedError } from '../../shared/connections/host-policy';
-import { isQueryTimeout, queryError } from '../../shared/connections/run';
-import { SqliteSourceRefused } from '../../shared/connections/sqlite-source';
+} from '../../shared/databases/diagnosis';
+import type { ConnectionTarget } from '../../shared/databases/drivers/types';
+import { HostRefusedError } from '../../shared/databases/host-policy';
+import { isQueryTimeout, queryError } from '../../shared/databases/run';
+import { SqliteSourceRefused } from '../../shared/databases/sqlite-source';
 
 const mssqlTarget: ConnectionTarget = {
   id: 'c1',

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
-import { addressRefusal } from '../../shared/connections/host-policy';
+import { addressRefusal } from '../../shared/databases/host-policy';
 import { classifyAddress } from '../../shared/outbound/address';
 import { embeddedIPv4 } from '../../shared/platform/embedded-ipv4';
 

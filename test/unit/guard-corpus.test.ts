@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CorpusFixture } from '../../bench/guard';
-import type { DbType } from '../../shared/connections/drivers/types';
-import { assertReadOnly } from '../../shared/connections/sql-guard';
+import type { DbType } from '../../shared/databases/drivers/types';
+import { assertReadOnly } from '../../shared/guard/read';
 
 /**
  * Corpus regression (issue 9): valid reads of the public corpus that the real databases accept

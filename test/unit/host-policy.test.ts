@@ -6,7 +6,7 @@ import {
   checkedSocket,
   HostRefusedError,
   parseCidrs,
-} from '../../shared/connections/host-policy';
+} from '../../shared/databases/host-policy';
 import { resetConfig } from '../../shared/platform/config';
 
 const setEnv = (vars: Record<string, string | undefined>) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoTimestamp } from '../../shared/connections/drivers/postgres';
+import { isoTimestamp } from '../../shared/databases/drivers/postgres';
 
 /** The rules as first written (regular expressions only): the fast path must give the same text. */
 function reference(text: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costCents, DEFAULT_PRICES, parsePriceTable, priceFor } from '../../shared/ai/prices';
+import { costCents, DEFAULT_PRICES, parsePriceTable, priceFor } from '../../shared/usage/prices';
 
 describe('model price table', () => {
   it('uses the defaults when LOUPE_MODEL_PRICES is unset or blank', () => {

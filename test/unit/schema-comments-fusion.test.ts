@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { dot, unit } from '../../shared/ai/embeddings';
-import { embeddingText } from '../../shared/chat/embedding-index';
 import {
   buildSchemaContext,
   CATALOG_BUDGET,
@@ -11,13 +10,14 @@ import {
   SEMANTIC_EXTRA_TABLES,
   schemaFitsWhole,
 } from '../../shared/chat/schema-context';
+import { embeddingText } from '../../shared/connections/embedding-index';
 import {
   boundComments,
   COMMENT_CHARS,
   COMMENTS_TOTAL_CHARS,
   cleanComment,
-} from '../../shared/connections/drivers/comments';
-import type { TableInfo } from '../../shared/connections/drivers/types';
+} from '../../shared/databases/drivers/comments';
+import type { TableInfo } from '../../shared/databases/drivers/types';
 import { trigramVector } from '../support/fake-openai';
 
 const table = (name: string, columns: string[], comment?: string): TableInfo => ({

@@ -1,6 +1,6 @@
 import mysqlParser from 'node-sql-parser/build/mysql';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { assertReadOnly } from '../../shared/connections/sql-guard';
+import { assertReadOnly } from '../../shared/guard/read';
 
 afterEach(() => {
   vi.restoreAllMocks();

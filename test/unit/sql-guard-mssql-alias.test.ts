@@ -1,9 +1,9 @@
 import transactsql from 'node-sql-parser/build/transactsql';
 import { describe, expect, it } from 'vitest';
-import type { DbType } from '../../shared/connections/drivers/types';
-import { assertNoReservedNspAlias } from '../../shared/connections/guard/tsql-reserved';
-import { assertReadOnly } from '../../shared/connections/sql-guard';
-import { lex } from '../../shared/connections/sql-lexer';
+import type { DbType } from '../../shared/databases/drivers/types';
+import { lex } from '../../shared/guard/lexer';
+import { assertReadOnly } from '../../shared/guard/read';
+import { assertNoReservedNspAlias } from '../../shared/guard/tsql-reserved';
 import type { AppError } from '../../shared/platform/errors';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { DbType } from '../../shared/connections/drivers/types';
-import { assertReadOnly, classifyStatement } from '../../shared/connections/sql-guard';
+import type { DbType } from '../../shared/databases/drivers/types';
+import { assertReadOnly, classifyStatement } from '../../shared/guard/read';
 import type { AppError } from '../../shared/platform/errors';
 
 const refusal = async (type: DbType, sql: string): Promise<AppError> => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { SchemaSnapshot, TableInfo } from '../../shared/connections/drivers/types';
 import { deterministicSummary, summarizeSchema } from '../../shared/connections/summary';
+import type { SchemaSnapshot, TableInfo } from '../../shared/databases/drivers/types';
 
 const table = (name: string, rows: number | null, extra: Partial<TableInfo> = {}): TableInfo => ({
   name,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RowCollector, rowOf } from '../../shared/connections/values';
+import { RowCollector, rowOf } from '../../shared/databases/values';
 
 /** The byte cap as first written: every row serialized, a row taken when the exact JSON still fits. */
 class ReferenceCollector {

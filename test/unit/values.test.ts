@@ -1,6 +1,6 @@
 import { BSON } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { normalizeValue, RowCollector, rowOf, uniqueColumns } from '../../shared/connections/values';
+import { normalizeValue, RowCollector, rowOf, uniqueColumns } from '../../shared/databases/values';
 
 describe('normalizeValue keeps the meaning of values in JSON', () => {
   it('big integers become strings; SQLite-style safe bigints may stay numbers', () => {

@@ -9,8 +9,8 @@
  * The schema is inferred from a bounded $sample of each collection (system collections skipped).
  */
 import { BSON, type Document, MongoClient, type MongoClientOptions, type Sort } from 'mongodb';
+import { type MongoQuery, parseMongoQuery } from '../../guard/mongo';
 import { checkedLookup } from '../host-policy';
-import { type MongoQuery, parseMongoQuery } from '../mongo-query';
 import { normalizeValue, RowCollector } from '../values';
 import type {
   ColumnInfo,

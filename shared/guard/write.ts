@@ -9,12 +9,12 @@
  * Query approval runs this on every write: the guard's reads are single statements by construction,
  * but a statement that is not a read is refused by the guard at its first keyword, before counting.
  */
-import type { DbType } from '../connections/drivers/types';
-import { multipleStatements as multiple, readOnlyViolation, unparseable } from '../connections/guard/errors';
-import { loadPgParser, pgStatements, statementTypeOf } from '../connections/guard/pg';
-import { loadSqlparser, type SqlparserDialect } from '../connections/guard/sqlparser';
-import { type Dialect, interpretations, lex } from '../connections/sql-lexer';
-import { oneSqlparserStatement } from './sqlparser-statement';
+import type { DbType } from './dialect';
+import { multipleStatements as multiple, readOnlyViolation, unparseable } from './errors';
+import { type Dialect, interpretations, lex } from './lexer';
+import { loadPgParser, pgStatements, statementTypeOf } from './pg';
+import { loadSqlparser, type SqlparserDialect } from './sqlparser';
+import { oneSqlparserStatement } from './write-sqlparser';
 
 /** Refusals that say the text is not one verifiable statement (never a mere "this is a write"). */
 export const STRUCTURAL = new Set(['MULTIPLE_STATEMENTS', 'EXECUTABLE_COMMENT', 'UNPARSEABLE', 'TOO_DEEP']);

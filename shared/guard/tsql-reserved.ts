@@ -6,8 +6,9 @@
  * the end of one statement and the start of the next, or a syntax error. The guard refuses such an
  * alias written without AS, whatever the reserved word: a valid single read never has one.
  */
-import { lex, type Token } from '../sql-lexer';
+
 import { multipleStatements } from './errors';
+import { lex, type Token } from './lexer';
 
 const RESERVED = new Set(
   `ADD ALL ALTER AND ANY AS ASC AUTHORIZATION BACKUP BEGIN BETWEEN BREAK BROWSE BULK BY CASCADE CASE

@@ -5,10 +5,11 @@
  * Server have no reserved word as an alias without AS, brackets or quotes (the server would start
  * another statement there; `[commit]` in brackets is a name).
  */
-import { unparseable } from '../connections/guard/errors';
-import { oneSqlparserStatement as oneStatement } from '../connections/guard/one-statement';
-import type { SqlparserDialect } from '../connections/guard/sqlparser';
+
 import { AppError } from '../platform/errors';
+import { unparseable } from './errors';
+import { oneSqlparserStatement as oneStatement } from './one-statement';
+import type { SqlparserDialect } from './sqlparser';
 
 const PARSER = 'the sqlparser-rs parser';
 

@@ -6,9 +6,10 @@
  * operator in the tree is collected for the function rule (guard/functions.ts statically,
  * guard/pg-catalog.ts against the connection's catalog).
  */
-import type { ReadStatement } from '../sql-guard';
+
 import { readOnlyViolation } from './errors';
 import { pgDenied } from './functions';
+import type { ReadStatement } from './read';
 
 export interface PgFunctionCall {
   /** Lower-case unless quoted (as the server folds it); schema only when written. */

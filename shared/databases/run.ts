@@ -5,12 +5,13 @@
  * Failures become AppErrors: 504 QUERY_TIMEOUT, 422 QUERY_FAILED (the database's message, details
  * {code, position?}), 422 CONNECTION_FAILED (details.diagnosis).
  */
+
+import { assertPgCallsAllowed } from '../guard/pg-catalog';
+import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
 import { connectionStages, diagnose, factsOf, sanitize } from './diagnosis';
 import { driverFor } from './drivers/index';
 import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
-import { assertPgCallsAllowed } from './guard/pg-catalog';
-import { classifyStatement, verifyRead } from './sql-guard';
 
 export const QUERY_DEFAULTS = {
   maxRows: 1000,

@@ -17,7 +17,6 @@
  * query; only names not yet known are looked up, in one query on the connection's own read-only
  * path. Refusals are not remembered (a function the owner makes STABLE later is allowed then).
  */
-import type { ConnectionTarget, QueryOptions, QueryResult } from '../drivers/types';
 import { readOnlyViolation } from './errors';
 import { pgReviewedVolatile } from './functions';
 import type { PgCalls, PgFunctionCall } from './pg';
@@ -32,8 +31,11 @@ interface Known {
 }
 const known = new Map<string, Known>();
 
-/** Runs one read on the connection (the driver's read-only path); injected by run.ts. */
-export type CatalogQuery = (text: string, opts: Partial<QueryOptions>) => Promise<QueryResult>;
+/** Runs one read on the connection (the driver's read-only path); injected by databases/run.ts. */
+export type CatalogQuery = (
+  text: string,
+  opts: { params: unknown[]; maxRows: number; timeoutMs: number },
+) => Promise<{ rows: unknown[] }>;
 
 const fnKey = (c: PgFunctionCall) => `f\u0000${c.schema ?? ''}\u0000${c.name}`;
 const opKey = (op: string) => `o\u0000${op}`;
@@ -77,7 +79,7 @@ SELECT 'c', t.typname, n.nspname, p.provolatile, true
  * does not mark safe. `query` runs the catalog lookup on the connection.
  */
 export async function assertPgCallsAllowed(
-  target: Pick<ConnectionTarget, 'id' | 'version'>,
+  target: { id: string; version: string },
   calls: PgCalls,
   query: CatalogQuery,
 ): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * Exactly one statement as sqlparser-rs reads it (MySQL/MariaDB, SQL Server, SQLite), with the two
  * places where its reading can differ from the server's closed. Shared by the read-only guard and
- * query approval (shared/approvals/sqlparser-statement.ts).
+ * query approval (shared/guard/write-sqlparser.ts).
  * - sqlparser-rs stops reading at END after a complete statement (for BEGIN … END blocks) and drops
  *   the rest of the text. So the text is parsed with a sentinel statement appended, named with a
  *   per-instance random word the text does not contain: unless the sentinel is the last statement

@@ -1,4 +1,4 @@
-import { AppError } from '../../platform/errors';
+import { AppError } from '../platform/errors';
 
 /** The guard's one refusal: 400 READ_ONLY_VIOLATION naming what was refused in `details.statementType`. */
 export const readOnlyViolation = (statementType: string, message: string, extra?: Record<string, unknown>) =>

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { dot, EmbeddingError, embeddingSettings, embedTexts } from '../ai/embeddings';
 import { aiProvider } from '../ai/provider';
-import type { TableInfo } from '../connections/drivers/types';
-import { connPk, deleteKeys, keysOf } from '../connections/store';
+import type { TableInfo } from '../databases/drivers/types';
 import { db } from '../platform/db/store';
 import { newId, nowIso, padSeq } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { remainingCents } from '../usage/balance';
 import { bareName, type NoteLike, notesOf, rawWords } from './schema-index';
+import { connPk, deleteKeys, keysOf } from './store';
 
 /**
  * The optional embedding index of a schema (LOUPE_EMBEDDING_MODEL): one vector per table, from the

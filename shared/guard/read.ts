@@ -27,15 +27,15 @@
  * applied by runReadOnly (run.ts).
  */
 import { AppError, validationError } from '../platform/errors';
-import type { DbType } from './drivers/types';
-import { multipleStatements as multiple, readOnlyViolation } from './guard/errors';
-import { isOtherDenied, type OtherDialect, otherFunctionProblem, pgDenied } from './guard/functions';
-import { oneSqlparserStatement } from './guard/one-statement';
-import { checkPostgres, loadPgParser, type PgCalls, type PgFunctionCall } from './guard/pg';
-import { checkWithSqlparser, loadSqlparser, sqlparserLoaded } from './guard/sqlparser';
-import { assertNoReservedNspAlias } from './guard/tsql-reserved';
-import { parseMongoQuery } from './mongo-query';
-import { type Dialect, interpretations, type LexResult, lex, type Token } from './sql-lexer';
+import type { DbType } from './dialect';
+import { multipleStatements as multiple, readOnlyViolation } from './errors';
+import { isOtherDenied, type OtherDialect, otherFunctionProblem, pgDenied } from './functions';
+import { type Dialect, interpretations, type LexResult, lex, type Token } from './lexer';
+import { parseMongoQuery } from './mongo';
+import { oneSqlparserStatement } from './one-statement';
+import { checkPostgres, loadPgParser, type PgCalls, type PgFunctionCall } from './pg';
+import { checkWithSqlparser, loadSqlparser, sqlparserLoaded } from './sqlparser';
+import { assertNoReservedNspAlias } from './tsql-reserved';
 
 export type { PgFunctionCall };
 export { readOnlyViolation };

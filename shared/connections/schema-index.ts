@@ -1,6 +1,6 @@
 import MiniSearch from 'minisearch';
 import { stemmer } from 'stemmer';
-import type { TableInfo } from '../connections/drivers/types';
+import type { TableInfo } from '../databases/drivers/types';
 
 /**
  * Lexical search over a schema, without a model: one document per table with its name, schema, column

@@ -1,5 +1,7 @@
 /** The one interface every database adapter implements (PostgreSQL, MySQL/MariaDB, SQL Server, MongoDB, SQLite). */
-export type DbType = 'POSTGRES' | 'MYSQL' | 'MARIADB' | 'MSSQL' | 'MONGODB' | 'SQLITE';
+import type { DbType } from '../../guard/dialect';
+
+export type { DbType };
 
 export interface ConnectionTarget {
   /** Identifies the pool; a change of any field (or `version`) rebuilds it. */

@@ -1,4 +1,4 @@
-import { workflowStore } from '../workflows/store';
+import { workflowStore } from './store';
 
 /**
  * True while a workflow draft or the active published version references the credential
