@@ -6,7 +6,6 @@ import { assertReadOnly, verifyRead } from '../shared/guard/read';
 import { checkWithSqlparser, loadSqlparser, type SqlparserDialect } from '../shared/guard/sqlparser';
 import { type DbServer, startMariadb, startPostgres } from '../test/support/databases';
 import type { BenchModule } from './context';
-import { assertReadOnly as assertReadOnlyBefore } from './guard-before';
 import {
   type CorpusDialect,
   type CorpusStatement,
@@ -18,6 +17,7 @@ import {
   sqliteValidator,
   type Validator,
 } from './guard-corpus';
+import { REVISIONS, revisionFile } from './revision';
 
 /** Where `GUARD_CORPUS_WRITE=1 npm run bench -- --only guard` writes the accepted statements for the regression test. */
 export const CORPUS_FIXTURE = join('test', 'fixtures', 'guard-corpus.json');
@@ -101,6 +101,12 @@ export const guard: BenchModule = {
         validators.MARIADB = await mariadbValidator(maria, schemas);
       } else notes.push('MariaDB is not installed here: its row is missing.');
       validators.SQLITE = await sqliteValidator(schemas);
+      // The guard before, as it was at its commit (bench/revision.ts).
+      const before = revisionFile(REVISIONS.guardBefore);
+      if (!before.file) throw new Error(`The guard before cannot be read: ${before.reason}.`);
+      const { assertReadOnly: assertReadOnlyBefore } = (await import(before.file)) as {
+        assertReadOnly: (type: DbType, sql: string) => Promise<unknown>;
+      };
       // Load every parser before timing.
       await loadSqlparser();
       for (const t of ['POSTGRES', 'MARIADB', 'SQLITE', 'MSSQL'] as DbType[]) {
@@ -118,7 +124,7 @@ export const guard: BenchModule = {
         } else if (dialect === 'MSSQL') accepted = candidates.filter((s) => schemas.has(s.db));
         else continue;
         const texts = accepted.map((s) => s.sql);
-        const before = await measure(texts, (sql) => assertReadOnlyBefore(dialect, sql));
+        const old = await measure(texts, (sql) => assertReadOnlyBefore(dialect, sql));
         const after = await measure(texts, (sql) => assertReadOnly(dialect, sql));
         // PostgreSQL's function rule also asks the server's catalog (untimed: one lookup per new name
         // per connection, then remembered); its refusals count as refusals after.
@@ -147,8 +153,8 @@ export const guard: BenchModule = {
           label,
           `${candidates.length}`,
           `${texts.length}`,
-          `${before.refused.length} (${pct(before.refused.length, texts.length)})`,
-          median(before.ms).toFixed(3),
+          `${old.refused.length} (${pct(old.refused.length, texts.length)})`,
+          median(old.ms).toFixed(3),
           sqlparserAlone === undefined ? '-' : `${sqlparserAlone} (${pct(sqlparserAlone, texts.length)})`,
           `${after.refused.length} (${pct(after.refused.length, texts.length)})`,
           afterMedian.toFixed(3),

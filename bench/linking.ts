@@ -13,7 +13,6 @@ import { startPostgres } from '../test/support/databases';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../test/support/fake-openai';
 import { startTestServer, type TestServer } from '../test/support/server';
 import type { BenchModule } from './context';
-import { buildSchemaContext as buildSchemaContextBefore } from './linking-before';
 import {
   CORPUS_DIR,
   loadDump,
@@ -24,6 +23,7 @@ import {
   sqlEvalDatabases,
   tablesBySchema,
 } from './linking-data';
+import { REVISIONS, revisionFile } from './revision';
 
 /** Target: questions whose first request describes every table of the reference SQL. */
 export const RECALL_TARGET = 0.9;
@@ -90,6 +90,12 @@ export const linking: BenchModule = {
     'schema linking on a large PostgreSQL schema: sql-eval questions through POST /chat with a scripted model, retrieval before issue 16 vs now',
   async run() {
     const subset = process.argv.includes('--subset');
+    // The retrieval before, as it was at its commit (bench/revision.ts).
+    const before = revisionFile(REVISIONS.linkingBefore);
+    if (!before.file) throw new Error(`The retrieval before cannot be read: ${before.reason}.`);
+    const { buildSchemaContext: buildSchemaContextBefore } = (await import(before.file)) as {
+      buildSchemaContext: typeof buildSchemaContext;
+    };
     const started = Date.now();
     const pgServer = await startPostgres();
     const admin = new pg.Client({

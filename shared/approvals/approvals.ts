@@ -96,12 +96,12 @@ interface Classification {
  */
 async function classify(type: ConnectionRecord['type'], text: string): Promise<Classification> {
   // Lazily, like the guard and the drivers below: listing rules and queries needs none of them.
-  const [{ classifyStatement }, { assertSingleStatement }] = await Promise.all([
+  const [{ classifyStatement }, { verifyWrite }] = await Promise.all([
     import('./classify'),
     import('../guard/write'),
   ]);
   const c = await classifyStatement(type, text);
-  if (c.kind === 'write' && type !== 'MONGODB') await assertSingleStatement(type, text);
+  if (c.kind === 'write' && type !== 'MONGODB') await verifyWrite(type, text);
   return c;
 }
 

@@ -7,13 +7,13 @@
  *
  * - 'read' exactly when `assertReadOnly` accepts the text (same parser, same token checks); an
  *   approved read then runs through the read-only path, where the catalog's function rule applies.
- * - Otherwise 'write', after assertSingleStatement (single-statement.ts) verified it is exactly one
+ * - Otherwise 'write', after verifyWrite (guard/write.ts) verified it is exactly one
  *   statement on the dialect's real grammar (libpg-query; sqlparser-rs for the others). MongoDB: a `$out`/`$merge`-style query is a 'write'; text that is not a MongoDB query
  *   throws the guard's error.
  */
 import type { DbType } from '../databases/drivers/types';
 import { assertReadOnly } from '../guard/read';
-import { assertSingleStatement, STRUCTURAL } from '../guard/write';
+import { STRUCTURAL, verifyWrite } from '../guard/write';
 import { isAppError } from '../platform/errors';
 
 export interface Classification {
@@ -31,7 +31,7 @@ export async function classifyStatement(type: DbType, text: string): Promise<Cla
     const statementType = typeof details.statementType === 'string' ? details.statementType : 'UNKNOWN';
     if (STRUCTURAL.has(statementType)) throw e;
     if (type === 'MONGODB') return { kind: 'write', statementType };
-    const parsed = await assertSingleStatement(type, text);
+    const parsed = await verifyWrite(type, text);
     return { kind: 'write', statementType: statementType !== 'UNKNOWN' ? statementType : parsed };
   }
 }

@@ -29,7 +29,7 @@ const dialectOf: Record<SqlType, Dialect> = {
 };
 
 /** Returns the statement's type (upper case, e.g. UPDATE), or throws the guard's 400. */
-export async function assertSingleStatement(type: SqlType, text: string): Promise<string> {
+export async function verifyWrite(type: SqlType, text: string): Promise<string> {
   const dialect = dialectOf[type];
   assertTokens(dialect, text);
   if (dialect === 'pg') {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { DbType } from '../../shared/databases/drivers/types';
-import { assertSingleStatement } from '../../shared/guard/write';
+import { verifyWrite } from '../../shared/guard/write';
 
 type Sql = Exclude<DbType, 'MONGODB'>;
 
 const refusal = async (type: Sql, text: string) => {
-  const e = (await assertSingleStatement(type, text).then(
+  const e = (await verifyWrite(type, text).then(
     () => {
       throw new Error(`accepted: ${text}`);
     },
@@ -14,7 +14,7 @@ const refusal = async (type: Sql, text: string) => {
   return e;
 };
 
-describe('assertSingleStatement: valid single writes of each dialect, on its real grammar', () => {
+describe('verifyWrite: valid single writes of each dialect, on its real grammar', () => {
   it.each<[Sql, string, string]>([
     ['POSTGRES', 'DELETE FROM t USING u WHERE t.id = u.id', 'DELETE'],
     ['POSTGRES', 'UPDATE t SET a = u.a FROM u WHERE t.id = u.id', 'UPDATE'],
@@ -85,11 +85,11 @@ describe('assertSingleStatement: valid single writes of each dialect, on its rea
     ['MSSQL', 'UPDATE t SET a = 1 FROM t AS "key"', 'UPDATE'],
     ['MSSQL', 'UPDATE t SET a = 1 /* nested /* ; DROP TABLE t */ ; */', 'UPDATE'],
   ])('%s %s → %s', async (type, text, statementType) => {
-    expect(await assertSingleStatement(type, text)).toBe(statementType);
+    expect(await verifyWrite(type, text)).toBe(statementType);
   });
 });
 
-describe('assertSingleStatement: anything but one statement is 400 READ_ONLY_VIOLATION', () => {
+describe('verifyWrite: anything but one statement is 400 READ_ONLY_VIOLATION', () => {
   it.each<[Sql, string, string]>([
     ['POSTGRES', 'UPDATE t SET a = 1; DROP TABLE t', 'MULTIPLE_STATEMENTS'],
     ['POSTGRES', 'DELETE FROM t USING u WHERE t.id = u.id; DELETE FROM u', 'MULTIPLE_STATEMENTS'],
