@@ -10,7 +10,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { ROOT } from '../infra/functions';
 import { type Dialect, lex } from '../shared/guard/lexer';
-import type { CatalogQuery } from '../shared/guard/pg-catalog';
+import type { CatalogQuery } from '../shared/guard/postgres-catalog';
 import type { DbServer } from '../test/support/databases';
 
 export type CorpusDialect = 'POSTGRES' | 'MARIADB' | 'SQLITE' | 'MSSQL';

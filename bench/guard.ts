@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DbType } from '../shared/databases/drivers/types';
-import { assertPgCallsAllowed } from '../shared/guard/pg-catalog';
+import { assertPgCallsAllowed } from '../shared/guard/postgres-catalog';
 import { assertReadOnly, verifyRead } from '../shared/guard/read';
 import { checkWithSqlparser, loadSqlparser, type SqlparserDialect } from '../shared/guard/sqlparser';
 import { type DbServer, startMariadb, startPostgres } from '../test/support/databases';

@@ -1,12 +1,12 @@
 /**
  * runReadOnly: the one path by which a statement reaches a database outside approved queries.
- * guard (sql-guard.ts, before any connection is opened) → pooled driver → query under the
+ * guard (guard/read.ts, before any connection is opened) → pooled driver → query under the
  * statement timeout, row cap and byte cap, inside a read-only transaction or session.
  * Failures become AppErrors: 504 QUERY_TIMEOUT, 422 QUERY_FAILED (the database's message, details
  * {code, position?}), 422 CONNECTION_FAILED (details.diagnosis).
  */
 
-import { assertPgCallsAllowed } from '../guard/pg-catalog';
+import { assertPgCallsAllowed } from '../guard/postgres-catalog';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
 import { connectionStages, diagnose, factsOf, sanitize } from './diagnosis';

@@ -3,7 +3,7 @@
  * WebAssembly (@guanmingchiu/sqlparser-ts). The guard consults it when node-sql-parser rejects a
  * statement (window functions on SQLite, some MySQL forms); a statement runs only when one of the
  * two grammars verifies it as exactly one read and the dialect's token checks pass under every reading.
- * On SQL Server it also reads where every statement ends (sql-guard.ts, one-statement.ts).
+ * On SQL Server it also reads where every statement ends (mssql.ts, one-statement.ts).
  */
 import { readOnlyViolation } from './errors';
 import { oneSqlparserStatement } from './one-statement';

@@ -12,7 +12,7 @@
 import type { DbType } from './dialect';
 import { multipleStatements as multiple, readOnlyViolation, unparseable } from './errors';
 import { type Dialect, interpretations, lex } from './lexer';
-import { loadPgParser, pgStatements, statementTypeOf } from './pg';
+import { loadPgParser, pgStatements, statementTypeOf } from './postgres-grammar';
 import { loadSqlparser, type SqlparserDialect } from './sqlparser';
 import { oneSqlparserStatement } from './write-sqlparser';
 
@@ -41,7 +41,7 @@ export async function verifyWrite(type: SqlType, text: string): Promise<string> 
 }
 
 /**
- * The tokenizer's checks, under every reading of the text (guard/sql-lexer.ts): no executable
+ * The tokenizer's checks, under every reading of the text (lexer.ts): no executable
  * comment; nothing but `;` after the first `;`. The server's own reading (the first) must end every
  * string, identifier and comment; another reading may leave one open only where it has no `;` (the
  * server would then read one statement and fail on it, never run a second one).

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeAllDrivers } from '../../shared/databases/drivers/index';
 import type { ConnectionTarget } from '../../shared/databases/drivers/types';
 import { classifyOnConnection, runReadOnly } from '../../shared/databases/run';
-import { forgetCatalogVerdicts } from '../../shared/guard/pg-catalog';
+import { forgetCatalogVerdicts } from '../../shared/guard/postgres-catalog';
 import { resetConfig } from '../../shared/platform/config';
 import { failure } from '../support/drivers';
 

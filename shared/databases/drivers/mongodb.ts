@@ -1,5 +1,5 @@
 /**
- * MongoDB adapter (mongodb). Queries are JSON (mongo-query.ts), read as relaxed Extended JSON:
+ * MongoDB adapter (mongodb). Queries are JSON (guard/mongo.ts), read as relaxed Extended JSON:
  *   {"collection": "c", "pipeline": [...]}   → aggregate(pipeline + [{$limit: maxRows + 1}], {maxTimeMS})
  *   {"collection": "c", "filter": {...}, …}  → find(filter, {projection, sort, skip, limit ≤ maxRows + 1, maxTimeMS})
  * read through a cursor (batches), stopping at maxRows + 1 documents or the byte cap. Write stages and

@@ -31,7 +31,7 @@ export interface QueryOptions {
   /** Run inside a read-only transaction or session where the database has one (default true). */
   readOnly?: boolean;
   /**
-   * What the read-only guard found (sql-guard.ts `assertReadOnly`); drivers read SELECT/VALUES
+   * What the read-only guard found (guard/read.ts `assertReadOnly`); drivers read SELECT/VALUES
    * through a cursor and other reads (EXPLAIN, SHOW) with a plain query. Absent: treated as SELECT.
    */
   kind?: 'select' | 'values' | 'explain' | 'show' | 'describe' | 'pragma' | 'mongo';

@@ -4,12 +4,12 @@
  * be one read statement (SELECT / VALUES / TABLE / WITH … SELECT without data-modifying CTEs, no
  * INTO, no locking clause; EXPLAIN without ANALYZE of such a read; SHOW). Every function call and
  * operator in the tree is collected for the function rule (guard/functions.ts statically,
- * guard/pg-catalog.ts against the connection's catalog).
+ * postgres-catalog.ts against the connection's catalog).
  */
 
 import { readOnlyViolation } from './errors';
 import { pgDenied } from './functions';
-import type { ReadStatement } from './read';
+import type { ReadStatement } from './verdict';
 
 export interface PgFunctionCall {
   /** Lower-case unless quoted (as the server folds it); schema only when written. */

@@ -19,7 +19,7 @@
  */
 import { readOnlyViolation } from './errors';
 import { pgReviewedVolatile } from './functions';
-import type { PgCalls, PgFunctionCall } from './pg';
+import type { PgCalls, PgFunctionCall } from './postgres-grammar';
 
 export const CATALOG_TTL_MS = 5 * 60_000;
 const MAX_CONNECTIONS = 200;
