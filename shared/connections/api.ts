@@ -18,7 +18,7 @@ const port = z.number().check(z.int(), z.gte(1), z.lte(65535));
 const database = z.string().check(z.trim(), z.minLength(1), z.maxLength(1024));
 const username = z.string().check(z.maxLength(255));
 const password = z.string().check(z.maxLength(4096));
-/** Stored functions reads may call (issue 8): `name` or `schema.name`, MySQL/MariaDB and SQL Server only. */
+/** Stored functions reads may call (issues 8, 23): `name` or `schema.name`; PostgreSQL, MySQL/MariaDB and SQL Server. */
 const allowedFunctions = describe(
   z
     .array(
@@ -34,7 +34,7 @@ const allowedFunctions = describe(
         ),
     )
     .check(z.maxLength(100)),
-  'Extension: stored (user-defined) functions the read-only guard lets reads call on MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`); built-ins need no listing, and functions that sleep, lock or read files stay refused',
+  "Extension: stored (user-defined) functions the read-only guard lets reads call on POSTGRES, MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`); built-ins (and on POSTGRES the reviewed extensions' functions) need no listing, every other function is refused whatever its volatility label, and functions that sleep, lock, read files or run SQL text stay refused",
 );
 
 export const ConnectionCreate = z.object({

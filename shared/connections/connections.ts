@@ -2,7 +2,7 @@ import { type AuthContext, assertConnectionVisible, isAdmin } from '../auth/cont
 import { closeDriver } from '../databases/drivers';
 import type { DbType } from '../databases/drivers/types';
 import { SqliteSourceRefused, sqliteSource } from '../databases/sqlite-source';
-import type { isOtherDenied } from '../guard/functions';
+import type { isOtherDenied, pgDenied } from '../guard/functions';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { notFound, validationError } from '../platform/errors';
@@ -74,27 +74,26 @@ interface Settings {
 
 /**
  * Rules that depend on the database type, checked on the complete (created or merged) settings.
- * `denied` is the guard's list of refused functions (passed in: the guard's lists load with the first
+ * `denied` is the guard's lists of refused functions (passed in: the guard's lists load with the first
  * create or update, not at a cold start).
  */
-export function settingsIssues(s: Settings, denied: typeof isOtherDenied): Issue[] {
+export function settingsIssues(
+  s: Settings,
+  denied: { isOtherDenied: typeof isOtherDenied; pgDenied: typeof pgDenied },
+): Issue[] {
   const issues: Issue[] = [];
   const bad = (path: string, message: string) =>
     issues.push({ path: `body.${path}`, message, code: 'custom' });
-  if (s.allowedFunctions.length > 0 && !['MYSQL', 'MARIADB', 'MSSQL'].includes(s.type))
-    bad(
-      'allowedFunctions',
-      s.type === 'POSTGRES'
-        ? "POSTGRES connections need no allowedFunctions: the database's catalog decides (IMMUTABLE and STABLE functions run)"
-        : `${s.type} connections have no stored functions to allow`,
-    );
+  if (s.allowedFunctions.length > 0 && !['POSTGRES', 'MYSQL', 'MARIADB', 'MSSQL'].includes(s.type))
+    bad('allowedFunctions', `${s.type} connections have no stored functions to allow`);
   s.allowedFunctions.forEach((f, i) => {
     const name = f.split('.').pop() ?? f;
     if (
-      s.type !== 'SQLITE' &&
-      s.type !== 'POSTGRES' &&
-      s.type !== 'MONGODB' &&
-      denied(s.type === 'MSSQL' ? 'mssql' : 'mysql', name)
+      s.type === 'POSTGRES'
+        ? denied.pgDenied(name) !== undefined
+        : s.type !== 'SQLITE' &&
+          s.type !== 'MONGODB' &&
+          denied.isOtherDenied(s.type === 'MSSQL' ? 'mssql' : 'mysql', name)
     )
       bad(
         `allowedFunctions.${i}`,
@@ -165,7 +164,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     hasPassword: !!password,
     allowedFunctions: uniqueNames(body.allowedFunctions),
   };
-  issues.push(...settingsIssues(settings, (await import('../guard/functions')).isOtherDenied));
+  issues.push(...settingsIssues(settings, await import('../guard/functions')));
   if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, settings));
   if (issues.length) throw fail(issues);
   const id = newId();
@@ -222,7 +221,7 @@ export async function updateConnection(
           ? (cur.allowedFunctions ?? [])
           : uniqueNames(body.allowedFunctions),
     };
-    issues.push(...settingsIssues(next, (await import('../guard/functions')).isOtherDenied));
+    issues.push(...settingsIssues(next, await import('../guard/functions')));
     if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, next));
     if (issues.length) throw fail(issues);
 

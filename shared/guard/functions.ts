@@ -1,10 +1,13 @@
 /**
- * The function rule (issue 8): a call runs only when it is known to be harmless.
+ * The function rule (issues 8 and 23): a call runs only when it is known to be harmless.
  *
- * - PostgreSQL: the target server's catalog decides (pg-catalog.ts): every overload the name could
- *   resolve to must be IMMUTABLE or STABLE, or be one of the reviewed volatile built-ins below. On top
- *   of that, `pgDenied` refuses functions that run SQL text, open other sessions, hold locks or
- *   maintain indexes whatever a catalog says (a stable-marked wrapper of them is still refused).
+ * - PostgreSQL: the target server's catalog decides (postgres-catalog.ts): every overload the name
+ *   could resolve to must be a built-in (pg_catalog, information_schema) marked IMMUTABLE or STABLE or
+ *   on the reviewed volatile list below, or a reviewed extension's function (`pgReviewedExtensions`),
+ *   or be listed in the connection's `allowedFunctions` by its admin. A function the database owner
+ *   wrote is refused whatever its volatility label (the label is the owner's claim, not a guarantee).
+ *   On top of that, `pgDenied` refuses functions that run SQL text, open other sessions, hold locks or
+ *   maintain indexes whatever a catalog or an admin says.
  * - MySQL/MariaDB and SQL Server: built-in functions on the allow lists below; stored functions only
  *   when the connection's `allowedFunctions` lists them.
  * - SQLite: the built-in scalar, aggregate, window, date and JSON functions and the read-only
@@ -120,6 +123,78 @@ export const pgReviewedVolatile = new Set([
   'pg_database_size',
   'pg_tablespace_size',
 ]);
+
+/**
+ * Reviewed extensions and the functions of each that may run in a read (also behind their operators
+ * and casts): pure text-similarity and text-folding functions. A function counts as the extension's
+ * only when it is a member of it (pg_depend), IMMUTABLE or STABLE, and written in C or installed by a
+ * superuser: a function the owner adds to an extension is not the extension's code. Anything else of
+ * an extension (dblink, set_limit, …) follows the general rule.
+ */
+export const pgReviewedExtensions: Readonly<Record<string, ReadonlySet<string>>> = {
+  pg_trgm: new Set([
+    'similarity',
+    'word_similarity',
+    'strict_word_similarity',
+    'show_trgm',
+    'show_limit',
+    'similarity_op',
+    'similarity_dist',
+    'word_similarity_op',
+    'word_similarity_commutator_op',
+    'word_similarity_dist_op',
+    'word_similarity_dist_commutator_op',
+    'strict_word_similarity_op',
+    'strict_word_similarity_commutator_op',
+    'strict_word_similarity_dist_op',
+    'strict_word_similarity_dist_commutator_op',
+  ]),
+  fuzzystrmatch: new Set([
+    'levenshtein',
+    'levenshtein_less_equal',
+    'soundex',
+    'difference',
+    'metaphone',
+    'dmetaphone',
+    'dmetaphone_alt',
+    'daitch_mokotoff',
+  ]),
+  unaccent: new Set(['unaccent']),
+  citext: new Set([
+    'citext',
+    'citext_eq',
+    'citext_ne',
+    'citext_lt',
+    'citext_le',
+    'citext_gt',
+    'citext_ge',
+    'citext_cmp',
+    'citext_hash',
+    'citext_hash_extended',
+    'citext_larger',
+    'citext_smaller',
+    'citext_pattern_lt',
+    'citext_pattern_le',
+    'citext_pattern_gt',
+    'citext_pattern_ge',
+    'citext_pattern_cmp',
+    'texticlike',
+    'texticnlike',
+    'texticregexeq',
+    'texticregexne',
+    'min',
+    'max',
+    'regexp_match',
+    'regexp_matches',
+    'regexp_replace',
+    'regexp_split_to_array',
+    'regexp_split_to_table',
+    'strpos',
+    'replace',
+    'split_part',
+    'translate',
+  ]),
+};
 
 /**
  * MySQL / MariaDB built-in functions (from the servers' function references, without the ones that

@@ -166,13 +166,29 @@ function walk(dialect: Dialect, node: unknown, calls: string[][], depth: number)
     if (!forType.startsWith('for xml') && !forType.startsWith('for json')) throw lockingRead();
   }
   if (o.table_hint && lockHintNames(o.table_hint).some((h) => mssqlLockHints.has(h))) throw lockingRead();
-  if (type === 'function') {
+  if (type === 'function' && !expressionForm(dialect, o)) {
     const parts = functionName(o.name);
     if (!parts) throw readOnlyViolation('FUNCTION', 'A function name could not be read.');
     assertNotDenied(dialect, parts[parts.length - 1]);
     calls.push(parts);
   }
   for (const v of Object.values(o)) if (v && typeof v === 'object') walk(dialect, v, calls, depth + 1);
+}
+
+/**
+ * Expression forms node-sql-parser presents as calls, which run no function: `EXISTS (subquery)` on
+ * every dialect, and `ROW(…)` on MySQL/MariaDB (both reserved words there: a stored function of that
+ * name must be quoted, and a quoted name stays a call). Their arguments are still walked.
+ */
+function expressionForm(dialect: Dialect, o: Record<string, unknown>): boolean {
+  const n = o.name as { name?: { type?: unknown; value?: unknown }[]; schema?: unknown } | undefined;
+  const part = n?.name?.length === 1 && !n.schema ? n.name[0] : undefined;
+  if (part?.type !== 'default' || typeof part.value !== 'string') return false;
+  const word = part.value.toLowerCase();
+  const args = (o.args as { value?: unknown[] } | undefined)?.value;
+  if (word === 'exists')
+    return args?.length === 1 && typeof (args[0] as { ast?: unknown })?.ast === 'object' && args[0] !== null;
+  return word === 'row' && dialect === 'mysql';
 }
 
 /** The written name of a call (schema or database first), lower-cased. */

@@ -87,7 +87,9 @@ describe.skipIf(!maria)('connection allowedFunctions', () => {
       [mariadbConnection(maria!, { allowedFunctions: ['x; DROP TABLE t'] }), 'body.allowedFunctions.0'],
       [mariadbConnection(maria!, { allowedFunctions: ['sleep'] }), 'body.allowedFunctions.0'],
       [mariadbConnection(maria!, { allowedFunctions: 'plus_one' }), 'body.allowedFunctions'],
-      [postgresConnection(pgInfo, { allowedFunctions: ['f'] }), 'body.allowedFunctions'],
+      [postgresConnection(pgInfo, { allowedFunctions: ['dblink_exec'] }), 'body.allowedFunctions.0'],
+      [postgresConnection(pgInfo, { allowedFunctions: ['pg_catalog.pg_sleep'] }), 'body.allowedFunctions.0'],
+      [{ name: 'lite', type: 'SQLITE', database: 'x.db', allowedFunctions: ['f'] }, 'body.allowedFunctions'],
     ];
     for (const [body, path] of bad) {
       const r = await s.call('POST', '/connections', { body });

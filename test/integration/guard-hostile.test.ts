@@ -24,7 +24,7 @@ const suffix = `${process.pid}_${Date.now().toString(36)}`;
 describe('PostgreSQL: hostile statements are refused and change nothing', () => {
   const db = inject('postgres');
   const DB = `guard_hostile_${suffix}`;
-  const target = (): ConnectionTarget => ({
+  const target = (over: Partial<ConnectionTarget> = {}): ConnectionTarget => ({
     id: `guard-pg-${suffix}`,
     version: '1',
     type: 'POSTGRES',
@@ -34,6 +34,7 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     username: db.user,
     password: db.password,
     sslEnabled: false,
+    ...over,
   });
   const conninfo = `host=${db.host} port=${db.port} dbname=${DB} user=${db.user} password=${db.password}`;
   let admin: pg.Client;
@@ -103,6 +104,20 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
       CREATE SCHEMA app;
       CREATE FUNCTION app.vol_delete() RETURNS int LANGUAGE sql VOLATILE AS 'DELETE FROM u WHERE id = 5 RETURNING 1';
       CREATE FUNCTION app.stable_plus(x int) RETURNS int LANGUAGE sql STABLE AS 'SELECT x + 2';
+      -- Issue 23: STABLE wrappers (plpgsql and SQL) of functions that write, lock, change settings, sleep.
+      CREATE FUNCTION w_dblink_plpgsql() RETURNS int LANGUAGE plpgsql STABLE AS $$
+        BEGIN PERFORM dblink_exec('${conninfo}', 'INSERT INTO side_effects DEFAULT VALUES'); RETURN 1; END $$;
+      CREATE FUNCTION w_dblink_sql() RETURNS text LANGUAGE sql STABLE AS $$
+        SELECT dblink_exec('${conninfo}', 'INSERT INTO side_effects DEFAULT VALUES') $$;
+      CREATE FUNCTION w_lock_plpgsql() RETURNS int LANGUAGE plpgsql STABLE AS $$
+        BEGIN PERFORM pg_advisory_lock(4242); RETURN 1; END $$;
+      CREATE FUNCTION w_lock_sql() RETURNS int LANGUAGE sql STABLE AS $$ SELECT 1 FROM (SELECT pg_advisory_lock(4243)) x $$;
+      CREATE FUNCTION w_config_plpgsql() RETURNS text LANGUAGE plpgsql STABLE AS $$
+        BEGIN RETURN set_config('default_transaction_read_only', 'off', false); END $$;
+      CREATE FUNCTION w_config_sql() RETURNS text LANGUAGE sql STABLE AS $$
+        SELECT set_config('default_transaction_read_only', 'off', false) $$;
+      CREATE FUNCTION w_sleep_plpgsql() RETURNS int LANGUAGE plpgsql STABLE AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN 1; END $$;
+      CREATE FUNCTION w_sleep_sql() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 1 FROM (SELECT pg_sleep(0.05)) x $$;
       GRANT ALL ON SCHEMA public, app TO ${db.user};
       GRANT SELECT ON u, side_effects TO ${db.user};
       GRANT INSERT ON side_effects TO ${db.user};
@@ -209,6 +224,18 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     'SELECT txid_current()',
     'SELECT pg_current_xact_id()',
     'SELECT pg_stat_reset()',
+    // Owner-written STABLE / IMMUTABLE wrappers (issue 23): a volatility label is a claim, not a guarantee
+    'SELECT w_dblink_plpgsql()',
+    'SELECT w_dblink_sql()',
+    'SELECT * FROM u WHERE id = w_dblink_plpgsql()',
+    'SELECT w_lock_plpgsql()',
+    'SELECT w_lock_sql()',
+    'SELECT w_config_plpgsql()',
+    'SELECT w_config_sql()',
+    'SELECT w_sleep_plpgsql()',
+    'SELECT w_sleep_sql()',
+    'SELECT public.w_dblink_sql() AS x',
+    'SELECT (SELECT w_lock_sql()) AS x',
     // Statements
     'DELETE FROM u WHERE id = 1',
     'WITH d AS (DELETE FROM u WHERE id = 1 RETURNING *) SELECT * FROM d',
@@ -249,15 +276,37 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     expect(c.details).toMatchObject({ statementType: 'FUNCTION', function: 'cast to pair' });
   });
 
-  it('allows owner-defined stable functions, immutable and stable built-ins and the reviewed volatile ones', async () => {
+  it('allows immutable and stable built-ins and the reviewed volatile ones; owner-defined stable functions only once listed', async () => {
     const r = await runReadOnly(
       target(),
-      "SELECT stable_plus(1) AS a, app.stable_plus(1) AS b, now() AS at, lower('X') AS l, random() < 2 AS r, gen_random_uuid() IS NOT NULL AS g, pg_relation_size('u') > 0 AS sz",
+      "SELECT now() AS at, lower('X') AS l, random() < 2 AS r, gen_random_uuid() IS NOT NULL AS g, pg_relation_size('u') > 0 AS sz",
     );
-    expect(r.rows[0]).toMatchObject({ a: 2, b: 3, l: 'x', r: true, g: true, sz: true });
-    // Remembered per connection: the second run costs no catalog lookup and answers the same.
-    const again = await runReadOnly(target(), 'SELECT stable_plus(41) AS a');
-    expect(again.rows[0]).toEqual({ a: 42 });
+    expect(r.rows[0]).toMatchObject({ l: 'x', r: true, g: true, sz: true });
+    // A STABLE label is the owner's claim (issue 23): refused until the connection's admin lists it.
+    for (const [sql, fn] of [
+      ['SELECT stable_plus(1) AS a', 'stable_plus'],
+      ['SELECT app.stable_plus(1) AS b', 'app.stable_plus'],
+      ['SELECT u.stable_attr FROM u WHERE u.id = 1', 'stable_attr'],
+    ]) {
+      const e = await failure(runReadOnly(target(), sql));
+      expect(e.details, sql).toMatchObject({ statementType: 'FUNCTION', function: fn });
+      expect(e.message).toMatch(/allowedFunctions/);
+    }
+    const listed = target({ allowedFunctions: ['stable_plus', 'app.stable_plus', 'public.stable_attr'] });
+    const ok = await runReadOnly(
+      listed,
+      'SELECT stable_plus(1) AS a, app.stable_plus(1) AS b, u.stable_attr AS s FROM u WHERE u.id = 1',
+    );
+    expect(ok.rows[0]).toEqual({ a: 2, b: 3, s: 'row 1!' });
+    // Remembered per connection and list: the second run costs no catalog lookup and answers the same,
+    // and the same connection without the list is refused again.
+    expect((await runReadOnly(listed, 'SELECT stable_plus(41) AS a')).rows[0]).toEqual({ a: 42 });
+    await failure(runReadOnly(target(), 'SELECT stable_plus(41) AS a'));
+    // Listing one schema's function does not allow another schema's of the same name.
+    const other = await failure(
+      runReadOnly(target({ allowedFunctions: ['app.stable_plus'] }), 'SELECT public.stable_plus(1)'),
+    );
+    expect(other.details).toMatchObject({ function: 'public.stable_plus' });
     expect(await state()).toEqual(initial);
   });
 
@@ -267,9 +316,12 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
       statementType: 'FUNCTION',
     });
     expect(await classifyOnConnection(target(), 'SELECT stable_plus(1)')).toEqual({
-      kind: 'read',
-      statementType: 'SELECT',
+      kind: 'write',
+      statementType: 'FUNCTION',
     });
+    expect(
+      await classifyOnConnection(target({ allowedFunctions: ['stable_plus'] }), 'SELECT stable_plus(1)'),
+    ).toEqual({ kind: 'read', statementType: 'SELECT' });
     expect(await classifyOnConnection(target(), 'DELETE FROM u WHERE id = 1')).toEqual({
       kind: 'write',
       statementType: 'DELETE',
@@ -313,11 +365,16 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     'SELECT id FROM u WHERE id = ANY (ARRAY[1, 2, 3]) AND v IS NOT NULL ORDER BY id',
     "SELECT coalesce(nullif(v, ''), 'none') || '!' AS v, greatest(id, 5), least(id, 5) FROM u LIMIT 2",
     'TABLE side_effects',
-    'SELECT u.stable_attr, (u).id, u.v FROM u WHERE u.id = 1',
+    'SELECT (u).id, u.v FROM u WHERE u.id = 1',
     // A column named like a built-in that takes an internal argument (the TABLESAMPLE method) is a column.
     'SELECT x.system, x.bernoulli FROM (SELECT 1 AS system, 2 AS bernoulli) x',
     'EXPLAIN SELECT * FROM u WHERE id = 1',
     'SHOW search_path',
+    // Expression forms a parser may present as calls (issue 23).
+    'SELECT EXISTS (SELECT 1 FROM u WHERE id = 1) AS e, NOT EXISTS (SELECT 1 FROM u WHERE id > 999) AS n',
+    'SELECT a.id FROM u a WHERE EXISTS (SELECT 1 FROM u b WHERE b.id = a.id + 1) AND a.id < 3',
+    "SELECT ROW(1, 'a') = ROW(1, 'a') AS same, (id, v) = ROW(1, 'row 1') AS first FROM u LIMIT 2",
+    "SELECT now() - INTERVAL '1 day' AS y, CAST(id AS text) AS t, convert_to(v, 'UTF8') AS b FROM u LIMIT 1",
   ];
   for (const sql of validReads)
     it(`runs the valid read ${sql.slice(0, 90)}`, async () => {
@@ -458,6 +515,17 @@ describe.skipIf(!maria)('MariaDB: hostile statements are refused and change noth
     `SHOW TABLES`,
     `DESCRIBE ${T}`,
     `EXPLAIN SELECT * FROM ${T} WHERE id = 1`,
+    // Expression forms node-sql-parser presents as calls (issue 23): none runs a function.
+    `SELECT EXISTS (SELECT 1 FROM ${T} WHERE status = 'Open') AS e`,
+    `SELECT EXISTS(SELECT 1 FROM ${T}) AS e, NOT EXISTS(SELECT 1 FROM ${T} WHERE id > 99) AS n`,
+    `SELECT t.id FROM ${T} t WHERE EXISTS(SELECT 1 FROM ${T} x WHERE x.id = t.id + 1)`,
+    `SELECT t.id FROM ${T} t WHERE NOT EXISTS (SELECT 1 FROM ${T} x WHERE x.id = t.id + 1)`,
+    `SELECT CASE WHEN EXISTS (SELECT 1 FROM ${T} WHERE type = 'Match') THEN 'yes' ELSE 'no' END AS m`,
+    `SELECT id FROM ${T} WHERE (id, v) = ROW(1, 'a')`,
+    `SELECT ROW(1, 2) = ROW(1, 2) AS same, ROW(id, v) IN (ROW(1, 'a'), ROW(2, 'b')) AS listed FROM ${T}`,
+    `SELECT DATE_ADD('2024-01-31', INTERVAL 1 MONTH) AS d, NOW() + INTERVAL 2 HOUR > NOW() AS later`,
+    `SELECT CAST(id AS CHAR) AS c, CAST('2024-05-01' AS DATE) AS d FROM ${T}`,
+    `SELECT CONVERT(v USING utf8mb4) AS v, CONVERT(id, CHAR) AS c FROM ${T}`,
   ];
   for (const sql of validReads)
     it(`runs the valid read ${sql.slice(0, 90)}`, async () => {
@@ -478,6 +546,26 @@ describe.skipIf(!maria)('MariaDB: hostile statements are refused and change noth
     await failure(
       runReadOnly(target({ allowedFunctions: [`g_plus_${suffix}`] }), `SELECT g_del_${suffix}()`),
     );
+    expect(await state()).toEqual(initial);
+  });
+
+  it('runs MATCH … AGAINST on a full-text index and keeps a quoted `exists`() a call', async () => {
+    await admin.query(`CREATE TABLE IF NOT EXISTS ${T}_ft (id INT PRIMARY KEY, body TEXT, FULLTEXT (body))`);
+    await admin.query(
+      `INSERT IGNORE INTO ${T}_ft VALUES (1, 'guard reads only'), (2, 'writes refused'), (3, 'nothing else')`,
+    );
+    try {
+      const r = await runReadOnly(
+        target(),
+        `SELECT id, MATCH (body) AGAINST ('reads' IN NATURAL LANGUAGE MODE) AS score FROM ${T}_ft WHERE MATCH (body) AGAINST ('+reads' IN BOOLEAN MODE)`,
+      );
+      expect(r.rows.map((x) => x.id)).toEqual([1]);
+    } finally {
+      await admin.query(`DROP TABLE IF EXISTS ${T}_ft`);
+    }
+    // A stored function named `exists` can only be called quoted: that stays a call the rule checks.
+    const e = await failure(runReadOnly(target(), 'SELECT `exists`(1) AS x'));
+    expect(e.details).toMatchObject({ statementType: 'FUNCTION', function: 'exists' });
     expect(await state()).toEqual(initial);
   });
 
@@ -577,6 +665,10 @@ describe('SQLite: hostile statements are refused and change nothing', () => {
     "SELECT * FROM pragma_table_info('t')",
     'PRAGMA table_info(t)',
     'EXPLAIN QUERY PLAN SELECT * FROM t WHERE id = 1',
+    // Expression forms a parser may present as calls (issue 23).
+    'SELECT EXISTS (SELECT 1 FROM t WHERE id = 1) AS e, NOT EXISTS (SELECT 1 FROM t WHERE id > 99) AS n',
+    'SELECT a.id FROM t a WHERE EXISTS (SELECT 1 FROM t b WHERE b.id = a.id + 1)',
+    "SELECT CAST(score AS TEXT) AS s, (id, name) = (1, 'x') AS first FROM t",
   ];
   for (const sql of validReads)
     it(`runs the valid read ${sql.slice(0, 90)}`, async () => {
