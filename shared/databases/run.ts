@@ -48,7 +48,7 @@ export async function runReadOnly(
 
 /**
  * classifyStatement with the connection's function rule applied too: a read calling a function the
- * connection does not allow (PostgreSQL: its catalog marks it VOLATILE; MySQL/MariaDB, SQL Server:
+ * connection does not allow (PostgreSQL: not a built-in, a reviewed extension function or listed; MySQL/MariaDB, SQL Server:
  * not in allowedFunctions) is classified 'write' with statementType FUNCTION, since runReadOnly
  * would refuse it. Connection failures of the catalog lookup are thrown as runReadOnly would.
  */
