@@ -314,6 +314,38 @@ describe('read-only guard: function allow lists', () => {
     expect(e.message).toMatch(/allowedFunctions/);
   });
 
+  it('accepts expression forms a parser presents as calls (EXISTS, ROW, INTERVAL, CAST, CONVERT … USING, MATCH … AGAINST)', async () => {
+    const reads: [DbType, string][] = [
+      ['MARIADB', 'SELECT EXISTS (SELECT 1 FROM t WHERE a = 1) AS e'],
+      ['MARIADB', 'SELECT * FROM t WHERE EXISTS(SELECT 1 FROM u WHERE u.a = t.a)'],
+      ['MARIADB', 'SELECT * FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.a = t.a)'],
+      ['MARIADB', 'SELECT CASE WHEN EXISTS (SELECT 1 FROM u) THEN 1 ELSE 0 END AS x'],
+      ['MARIADB', 'SELECT * FROM t WHERE (a, b) = ROW(1, 2)'],
+      ['MARIADB', 'SELECT NOW() - INTERVAL 1 DAY, DATE_ADD(d, INTERVAL 3 MONTH) FROM t'],
+      ['MARIADB', 'SELECT CAST(a AS CHAR), CONVERT(a USING utf8mb4), CONVERT(a, CHAR) FROM t'],
+      [
+        'MARIADB',
+        "SELECT MATCH (a, b) AGAINST ('x' IN BOOLEAN MODE) AS s FROM t WHERE MATCH (a) AGAINST ('x')",
+      ],
+      ['MYSQL', 'SELECT EXISTS(SELECT 1 FROM t) AS e, ROW(1, 2) = ROW(1, 2) AS r'],
+      ['MSSQL', 'SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)'],
+      ['MSSQL', 'SELECT a FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.a = t.a)'],
+      ['SQLITE', 'SELECT EXISTS (SELECT 1 FROM t) AS e, CAST(a AS TEXT) FROM t'],
+      ['POSTGRES', "SELECT EXISTS (SELECT 1 FROM t), ROW(1, 2) = ROW(1, 2), now() - INTERVAL '1 day'"],
+    ];
+    for (const [type, sql] of reads)
+      expect((await assertReadOnly(type, sql)).kind, `${type} ${sql}`).toBe('select');
+    // A quoted name is a call (a stored function named like the keyword), held to the rule.
+    for (const sql of ['SELECT `exists`(1)', 'SELECT `row`(1, 2)', 'SELECT db.`exists`(1)']) {
+      const e = await refusal('MARIADB', sql);
+      expect(e.details, sql).toMatchObject({ statementType: 'FUNCTION' });
+    }
+    // EXISTS's subquery is still checked.
+    expect((await refusal('MARIADB', 'SELECT EXISTS (SELECT SLEEP(5))')).details).toMatchObject({
+      function: 'sleep',
+    });
+  });
+
   it('never allows a denied built-in, even when listed', async () => {
     await expect(assertReadOnly('MYSQL', 'SELECT SLEEP(1)', { allowedFunctions: ['sleep'] })).rejects.toThrow(
       expect.objectContaining({ code: 'READ_ONLY_VIOLATION' }),
