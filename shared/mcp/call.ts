@@ -6,6 +6,7 @@ import { hitSharedLimit } from '../http/rate-limit';
 import { config } from '../platform/config';
 import { type AppError, forbidden, internalError, isAppError, validationError } from '../platform/errors';
 import { logger } from '../platform/logger';
+import { prebuiltListing } from './listing';
 import { type ToolDef, type ToolRequest, tools } from './tools';
 
 type Json = Record<string, unknown>;
@@ -64,14 +65,11 @@ function inputSchema(def: ToolDef): Tool['inputSchema'] {
   } as Tool['inputSchema'];
 }
 
-let listing: Map<string, Tool> | undefined;
-
-/** The tools/list entry of every tool (built once per instance). */
-function toolListings(): Map<string, Tool> {
-  listing ??= new Map(
-    tools.map((def) => [
-      def.name,
-      {
+/** The tools/list entry of every tool, from the zod schemas (see listing.ts for when this runs). */
+export function buildListings(): Tool[] {
+  return tools.map(
+    (def) =>
+      ({
         name: def.name,
         title: def.title,
         description: def.description,
@@ -86,9 +84,14 @@ function toolListings(): Map<string, Tool> {
           ...(def.readOnly ? {} : { destructiveHint: false, idempotentHint: false }),
           openWorldHint: false,
         },
-      } satisfies Tool,
-    ]),
+      }) satisfies Tool,
   );
+}
+
+let listing: Map<string, Tool> | undefined;
+
+function toolListings(): Map<string, Tool> {
+  listing ??= new Map((prebuiltListing ?? buildListings()).map((t) => [t.name, t]));
   return listing;
 }
 

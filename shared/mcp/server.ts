@@ -8,7 +8,6 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { hasScope } from '../auth/authenticate';
 import type { AuthContext } from '../auth/context';
@@ -26,12 +25,13 @@ const INSTRUCTIONS =
 const SCHEMA_URI = /^loupe:\/\/connections\/([^/?#]{1,200})\/schema$/;
 const schemaUri = (id: string) => `loupe://connections/${encodeURIComponent(id)}/schema`;
 
-// The server validates JSON Schema only for elicitation, which Loupe does not use: Ajv is built on first use.
-let ajv: AjvJsonSchemaValidator | undefined;
-const lazyValidator: jsonSchemaValidator = {
-  getValidator: (schema) => {
-    ajv ??= new AjvJsonSchemaValidator();
-    return ajv.getValidator(schema);
+/**
+ * The SDK's server validates JSON Schema only for elicitation (asking the user for input), which Loupe
+ * never sends; the bundle leaves Ajv out (infra/bundling.ts, sdkWithoutAjv).
+ */
+const noElicitation: jsonSchemaValidator = {
+  getValidator: () => {
+    throw new McpError(ErrorCode.InternalError, 'Loupe sends no elicitation requests.');
   },
 };
 
@@ -61,7 +61,7 @@ export function mcpServer(ctx: AuthContext, limited: AppError | undefined): Serv
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
     instructions: INSTRUCTIONS,
-    jsonSchemaValidator: lazyValidator,
+    jsonSchemaValidator: noElicitation,
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: visibleTools(ctx) }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
