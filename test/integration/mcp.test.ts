@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createOrganization } from '../../shared/auth/bootstrap';
@@ -448,6 +449,44 @@ describe('MCP endpoint', () => {
       expect(textOf(r)).toContain('```sql');
       expect(textOf(r)).toContain('| 3 | crate |');
     });
+  });
+
+  describe('the stdio bridge (npm run -s loupe -- mcp)', () => {
+    const bridged = async (key: string) => {
+      const client = new Client({ name: 'stdio-test', version: '1.0.0' });
+      const transport = new StdioClientTransport({
+        command: 'node_modules/.bin/tsx',
+        args: ['infra/local/cli.ts', 'mcp', '--url', s.url, '--key', key],
+        env: { ...(process.env as Record<string, string>), LOUPE_LOG_LEVEL: 'SILENT' },
+        stderr: 'pipe',
+      });
+      try {
+        await client.connect(transport);
+      } catch (e) {
+        await transport.close(); // ends the bridge process
+        throw e;
+      }
+      return client;
+    };
+
+    it('forwards stdio messages to the endpoint and back, unchanged', async () => {
+      const client = await bridged(s.adminKey);
+      try {
+        expect(client.getServerVersion()).toMatchObject({ name: 'loupe' });
+        expect((await client.listTools()).tools).toEqual((await mcp.listTools()).tools);
+        const r = await callTool(client, 'run_query', {
+          connectionId: conn.SQLITE,
+          sql: `SELECT * FROM ${T}`,
+        });
+        expect(r.structuredContent.rows).toEqual(ROWS);
+      } finally {
+        await client.close();
+      }
+    }, 60_000);
+
+    it('answers a refused key as a JSON-RPC error instead of hanging', async () => {
+      await expect(bridged(`lp_${'y'.repeat(40)}`)).rejects.toThrow(/401|Unauthorized|Invalid API key/i);
+    }, 60_000);
   });
 
   describe('who may do what', () => {
