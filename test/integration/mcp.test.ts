@@ -148,6 +148,12 @@ describe('MCP endpoint', () => {
       expect(err.code).toBe(-32602);
     });
 
+    it("leaves the transport's own checks to the SDK: Accept and Content-Type", async () => {
+      const message = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+      expect((await mcpPost(s, message, { headers: { accept: 'application/json' } })).status).toBe(406);
+      expect((await mcpPost(s, message, { headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+    });
+
     it('has no server stream and no sessions: GET and DELETE answer 405', async () => {
       for (const method of ['GET', 'DELETE']) {
         const r = await s.call(method, '/mcp');
