@@ -35,14 +35,17 @@ function bodyText(): MiddlewareObj {
 }
 
 const isToolCall = (m: unknown) =>
-  !!m && typeof m === 'object' && !Array.isArray(m) && (m as { method?: unknown }).method === 'tools/call';
+  !!m && typeof m === 'object' && (m as { method?: unknown }).method === 'tools/call';
+
+/** More than the SDK accepts in one batch (it refuses those): counting stops there. */
+const MAX_COUNTED = 101;
 
 /**
  * POST /mcp. The REST stack's request context, error envelope, routing (405 for GET and DELETE), body
  * limit and authentication (the same key lookup: a missing or bad key is 401 with the RFC 9728
- * challenge), then the MCP exchange with the caller's context. The request counts once against the
- * organization's rate limit, like a REST request: over it, a tools/call answers a RATE_LIMITED tool
- * result (with the retry time) and any other message the REST 429.
+ * challenge), then the MCP exchange with the caller's context. Each JSON-RPC message counts once against
+ * the organization's rate limit, like a REST request: over it, tools/call messages answer RATE_LIMITED
+ * tool results (with the retry time) and anything else the REST 429.
  */
 export function mcpHandler(): HttpHandler {
   return middy()
@@ -65,15 +68,18 @@ async function serve(req: HttpRequest) {
   } catch {
     parsed = undefined; // the SDK answers the JSON-RPC parse error
   }
+  // A batch (JSON-RPC array, up to 100 messages) counts once per message, as that many REST requests would.
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
   let limited: AppError | undefined;
   try {
+    const limit = config().LOUPE_ORG_RATE_LIMIT;
     const count =
-      state.orgLimit?.orgId === ctx.orgId
-        ? state.orgLimit.count
-        : hitSharedLimit(ctx.orgId, 'all', config().LOUPE_ORG_RATE_LIMIT);
+      state.orgLimit?.orgId === ctx.orgId ? state.orgLimit.count : hitSharedLimit(ctx.orgId, 'all', limit);
     Object.assign(state.headers, await count);
+    for (let i = 1; i < Math.min(messages.length, MAX_COUNTED); i++)
+      Object.assign(state.headers, await hitSharedLimit(ctx.orgId, 'all', limit));
   } catch (e) {
-    if (!isAppError(e) || e.code !== 'RATE_LIMITED' || !isToolCall(parsed)) throw e;
+    if (!isAppError(e) || e.code !== 'RATE_LIMITED' || !messages.every(isToolCall)) throw e;
     limited = e;
     Object.assign(state.headers, e.headers ?? {});
   }

@@ -98,6 +98,31 @@ describe('MCP endpoint limits', () => {
     await otherClient.close();
   });
 
+  it('counts every message of a JSON-RPC batch, so a batch cannot run more than the limit', async () => {
+    const o = await newOrg('mcp-batch');
+    await earlyInWindow();
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'run_query', arguments: { connectionId: o.connectionId, sql: 'SELECT id FROM t' } },
+    });
+    const headers = { 'mcp-protocol-version': '2025-03-26' };
+    const batch = await mcpPost(
+      s,
+      Array.from({ length: ORG_LIMIT + 3 }, (_, i) => call(i + 1)),
+      {
+        key: o.key,
+        headers,
+      },
+    );
+    expect(batch.status).toBe(200);
+    expect(batch.json).toHaveLength(ORG_LIMIT + 3);
+    for (const r of batch.json) expect(r.result.structuredContent.error.code).toBe('RATE_LIMITED');
+    const history = await s.call('GET', `/connections/${o.connectionId}/queries`, { key: o.key });
+    expect(history.status).toBe(429);
+  });
+
   it('charges ask_question to the AI limit and refuses an empty balance before calling the model', async () => {
     const o = await newOrg('mcp-ai');
     await earlyInWindow();
