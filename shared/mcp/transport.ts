@@ -47,7 +47,12 @@ export async function exchange(x: McpExchange): Promise<McpAnswer> {
   try {
     const headers = new Headers();
     for (const [k, v] of Object.entries(x.headers))
-      if (v !== undefined && !HOP_BY_HOP.has(k.toLowerCase())) headers.set(k, v);
+      if (v !== undefined && !HOP_BY_HOP.has(k.toLowerCase()))
+        try {
+          headers.set(k, v);
+        } catch {
+          // A name or value the Fetch API refuses: the transport never reads such a header.
+        }
     const hasBody = x.method !== 'GET' && x.method !== 'HEAD' && x.body !== undefined;
     const request = new Request(x.url, { method: x.method, headers, body: hasBody ? x.body : undefined });
     const response = await transport.handleRequest(
