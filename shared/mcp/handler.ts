@@ -13,7 +13,10 @@ import { type AppError, isAppError, payloadTooLarge } from '../platform/errors';
 import { logger } from '../platform/logger';
 import { mcpEndpoint } from './api';
 
-/** The SDK (its server, transport and schemas) and the tools load with the first authenticated request. */
+/**
+ * The SDK (its server, transport and schemas) and the tools load with the first POST, alongside its
+ * authentication when it has a body; a GET or DELETE (405) never loads them.
+ */
 let transportModule: Promise<typeof import('./transport')> | undefined;
 const transport = () => (transportModule ??= import('./transport'));
 
@@ -26,6 +29,9 @@ function bodyText(): MiddlewareObj {
       const req = request as unknown as HttpRequest;
       const raw = req.event.body;
       if (raw === null || raw === undefined) return;
+      // The SDK loads while the key is looked up (module evaluation overlaps the store round trip);
+      // a failed load surfaces when the exchange awaits it.
+      transport().catch(() => {});
       const buf = req.event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
       if (buf.byteLength > MAX_BODY_BYTES) throw payloadTooLarge();
       req.state.body = buf.toString('utf8');
