@@ -7,29 +7,32 @@ if (bundle) {
   const mod = await import(bundle);
   const t1 = performance.now();
   const path = process.env.BENCH_PATH ?? '/';
+  const method = process.env.BENCH_METHOD ?? 'GET';
+  const body = process.env.BENCH_BODY ?? null;
   const headers = {
     host: 'bench.local',
     'x-forwarded-proto': 'https',
     authorization: `Bearer ${process.env.BENCH_KEY}`,
+    ...JSON.parse(process.env.BENCH_HEADERS ?? '{}'),
   };
   const event = {
     resource: path,
     path,
-    httpMethod: 'GET',
+    httpMethod: method,
     headers,
     multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
     queryStringParameters: null,
     multiValueQueryStringParameters: null,
     pathParameters: null,
     stageVariables: null,
-    body: null,
+    body,
     isBase64Encoded: false,
     requestContext: {
       accountId: 'bench',
       apiId: 'bench',
       authorizer: null,
       protocol: 'HTTP/1.1',
-      httpMethod: 'GET',
+      httpMethod: method,
       path: `/v1${path}`,
       stage: 'v1',
       requestId: crypto.randomUUID(),
@@ -56,6 +59,8 @@ if (bundle) {
   };
   const res = await mod.handler(event, context);
   out.status = res?.statusCode ?? 0;
+  // For tests of a bundle's answer (test/infra/cold-start-bundle.test.ts).
+  if (process.env.BENCH_ECHO) out.body = res?.body;
   out.importMs = t1 - t0;
   out.requestMs = performance.now() - t1;
 }

@@ -42,9 +42,9 @@ const p95 = (xs: number[]) => {
 };
 
 /** A keep-alive HTTP/1.1 client (one socket), reading the answer as text like any API client. */
-function apiClient(port: number, key: string) {
+export function apiClient(port: number, key: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const call = (method: string, path: string, body?: unknown) =>
+  const call = (method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}) =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = request(
@@ -56,6 +56,7 @@ function apiClient(port: number, key: string) {
           path: `/v1${path}`,
           headers: {
             authorization: `Bearer ${key}`,
+            ...extraHeaders,
             ...(payload
               ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
               : {}),

@@ -174,6 +174,45 @@ const lazyMiddyWebStream: Plugin = {
   },
 };
 
+/**
+ * The MCP tools' tools/list entries, computed while bundling (shared/mcp/listing.ts): converting eleven
+ * tools' zod schemas to JSON Schema took tens of milliseconds of the MCP function's first request.
+ */
+const mcpToolListing: Plugin = {
+  name: 'mcp-tool-listing',
+  setup(b) {
+    b.onLoad({ filter: /shared[\\/]mcp[\\/]listing\.ts$/ }, async () => {
+      const { buildListings } = await import('../shared/mcp/call');
+      return { contents: `export const prebuiltListing = ${JSON.stringify(buildListings())};`, loader: 'js' };
+    });
+  },
+};
+
+/**
+ * The MCP SDK's Server imports its Ajv validator for elicitation only (validating what a user typed),
+ * which Loupe never sends, and it is built only when no validator is given (shared/mcp/server.ts gives
+ * one). Bundled, Ajv and its formats were about 120 KB evaluated at every MCP cold start; here the
+ * provider module is one that refuses to be built.
+ */
+const sdkWithoutAjv: Plugin = {
+  name: 'sdk-without-ajv',
+  setup(b) {
+    b.onLoad(
+      { filter: /@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/ },
+      (args) => {
+        const source = readFileSync(args.path, 'utf8');
+        // Another version of the file: bundle it as it is.
+        if (!source.includes('export class AjvJsonSchemaValidator')) return undefined;
+        return {
+          contents:
+            "export class AjvJsonSchemaValidator { constructor() { throw new Error('Ajv is not bundled: give the server a jsonSchemaValidator.'); } }",
+          loader: 'js',
+        };
+      },
+    );
+  },
+};
+
 /** WebAssembly files next to the chunks that load them (see wasmParsers). */
 export const wasmAssets: { input: RegExp; from: string; to: string }[] = [
   {
@@ -233,7 +272,15 @@ export const esbuildSettings = {
   },
   logLevel: 'error',
   metafile: true,
-  plugins: [builtinsViaRequire, wasmParsers, lazyCrc32, lazyIniReadFile, lazyMiddyWebStream],
+  plugins: [
+    builtinsViaRequire,
+    wasmParsers,
+    lazyCrc32,
+    lazyIniReadFile,
+    lazyMiddyWebStream,
+    mcpToolListing,
+    sdkWithoutAjv,
+  ],
 } as const satisfies BuildOptions;
 
 /**

@@ -13,6 +13,8 @@ const USAGE = `Loupe operator tool
 
   npm run -s loupe -- org create --name NAME --admin-email EMAIL [--admin-name NAME] [--json]
   npm run -s loupe -- balance add --user USER_ID --cents N [--json]
+  npm run -s loupe -- mcp --url BASE_URL --key API_KEY
+                            a stdio MCP server forwarding to BASE_URL/mcp (e.g. http://localhost:3000/v1)
 
 Where it works:
   (default)                 the local data directory (LOUPE_DATA_DIR or .data), also while npm start serves it
@@ -78,12 +80,21 @@ export async function main(argv: string[]): Promise<void> {
       table: { type: 'string' },
       region: { type: 'string' },
       'data-dir': { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   const command = positionals.join(' ');
   if (values.help || !command) {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (command === 'mcp') {
+    if (!values.url || !values.key) fail('mcp needs --url BASE_URL and --key API_KEY.');
+    if (!URL.canParse(values.url)) fail('--url is not a URL.');
+    const { runBridge } = await import('./mcp-bridge');
+    await runBridge(values.url, values.key);
     return;
   }
   if (command !== 'org create' && command !== 'balance add') fail(`Unknown command: ${command}`);

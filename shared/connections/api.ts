@@ -129,7 +129,7 @@ const ColumnSchema = once(() =>
     ),
   }),
 );
-const TableSchema = once(() =>
+export const TableSchema = once(() =>
   z.object({
     name: z.string(),
     schema: z.optional(z.string()),

@@ -18,7 +18,7 @@ export interface ExecuteInput {
   maxRows?: number;
   /** Stored in query history. */
   question?: string;
-  source: 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'workflow';
+  source: 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'workflow' | 'mcp';
 }
 
 export const MAX_SQL_CHARS = 100_000;

@@ -24,7 +24,16 @@ import { type ConnectionRecord, connectionFromItem, connPk, connSk, orgPk } from
  * (claimQueryNumber); other paths (approvals) take it on its own (startQueryRecord). One counter either way.
  */
 export type QueryStatus = 'SUCCESS' | 'FAILED' | 'REJECTED' | 'TIMEOUT';
-export type QuerySource = 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'approval' | 'workflow';
+export type QuerySource =
+  | 'query'
+  | 'widget'
+  | 'saved_query'
+  | 'metric'
+  | 'chat'
+  | 'approval'
+  | 'workflow'
+  /** POST /connections/{id}/query reached through the MCP endpoint's run_query tool. */
+  | 'mcp';
 
 export interface QueryHistoryEntry {
   id: string;

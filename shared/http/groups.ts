@@ -62,6 +62,15 @@ export const httpGroups: HttpGroup[] = [
     enqueues: ['webhook-fanout'],
   },
   {
+    // The MCP endpoint: its tools call the query, chat, saved-query, metric, dashboard and approval use
+    // cases, so it needs what those groups need (no encryption of new secrets, no schedules, no mail).
+    name: 'mcp',
+    prefixes: ['/mcp'],
+    timeoutSeconds: 29,
+    needs: ['decrypt', 'model', 'sqlite', 'databases', 'internet'],
+    enqueues: ['webhook-fanout'],
+  },
+  {
     name: 'webhooks',
     prefixes: ['/webhooks'],
     timeoutSeconds: 29,

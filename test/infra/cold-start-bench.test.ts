@@ -17,7 +17,10 @@ describe('the cold-start bench', () => {
     const report = await coldStart.run(ctx);
     const http = functionEntries().filter((f) => f.kind === 'http');
     expect(report.rows.map((r) => r[0])).toEqual(http.map((f) => `http/${f.name}`));
-    for (const row of report.rows) expect(row[1]).toMatch(/^GET \/\S* → 2\d\d$/);
+    for (const row of report.rows)
+      expect(row[1]).toMatch(
+        row[0] === 'http/mcp' ? /^POST \/mcp \(tools\/list\) → 200$/ : /^GET \/\S* → 2\d\d$/,
+      );
     expect(report.notes?.join('\n')).toMatch(/LOUPE_RUNTIME=aws/);
   }, 300_000);
 });

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bundleFunction, NODE_FLAGS } from '../../infra/bundling';
 import { functionEntries, ROOT } from '../../infra/functions';
 import { createOrganization } from '../../shared/auth/bootstrap';
+import { buildListings } from '../../shared/mcp/call';
 import { config } from '../../shared/platform/config';
 import { useTestStore } from '../support/store';
 
@@ -20,7 +21,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
  * process imports it and answers one API Gateway request) and returns the answer's status and the
  * internal modules Node loaded by then.
  */
-async function coldStart(bundle: string, path: string, key: string) {
+async function coldStart(bundle: string, path: string, key: string, extraEnv: Record<string, string> = {}) {
   const loaded = join(work, 'loaded.json');
   rmSync(loaded, { force: true });
   // Written when the child exits (it calls process.exit after answering).
@@ -48,11 +49,16 @@ async function coldStart(bundle: string, path: string, key: string) {
         BENCH_BUNDLE: pathToFileURL(bundle).href,
         BENCH_PATH: path,
         BENCH_KEY: key,
+        ...extraEnv,
       },
     },
   );
-  const status: number = JSON.parse(stdout.trim().split('\n').pop()!).status;
-  return { status, modules: JSON.parse(readFileSync(loaded, 'utf8')) as string[] };
+  const out: { status: number; body?: string } = JSON.parse(stdout.trim().split('\n').pop()!);
+  return {
+    status: out.status,
+    body: out.body,
+    modules: JSON.parse(readFileSync(loaded, 'utf8')) as string[],
+  };
 }
 
 describe('a function bundle at cold start', () => {
@@ -81,5 +87,32 @@ describe('a function bundle at cold start', () => {
     // Nothing outbound was sent: TLS (node:https, loaded by shared/outbound with its first request)
     // and the scheduler's implementations stay out of a read.
     expect(modules.filter((m) => /NativeModule (https|tls|_tls_wrap)$/.test(m))).toEqual([]);
+  }, 120_000);
+
+  it('MCP: answers tools/list with the listing computed while bundling, equal to the source, without Ajv', async () => {
+    const fn = functionEntries().find((f) => f.kind === 'http' && f.name === 'mcp')!;
+    const r = await bundleFunction(fn, join(work, 'build'));
+    const dir = join(work, 'mcp');
+    cpSync(r.dir, dir, { recursive: true });
+    const bundled = readdirSync(join(dir, 'chunks'))
+      .filter((f) => f.endsWith('.mjs'))
+      .map((f) => readFileSync(join(dir, 'chunks', f), 'utf8'));
+    // The listing is data in the bundle (shared/mcp/listing.ts replaced), and Ajv is left out.
+    expect(bundled.some((c) => c.includes('readOnlyHint:!0'))).toBe(true);
+    // (`strictTuples` is one of Ajv's option names, kept by minification.)
+    expect(bundled.filter((c) => c.includes('strictTuples'))).toEqual([]);
+    const { key } = await createOrganization({ name: 'Cold MCP', adminEmail: 'cold-mcp@example.com' });
+    const { status, body } = await coldStart(join(dir, 'index.mjs'), '/mcp', key, {
+      BENCH_METHOD: 'POST',
+      BENCH_BODY: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      BENCH_HEADERS: JSON.stringify({
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      }),
+      BENCH_ECHO: '1',
+    });
+    expect(status, body).toBe(200);
+    expect(JSON.parse(body!).result.tools).toEqual(buildListings());
   }, 120_000);
 });
