@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type LocalApp, startLocal } from '../infra/local/app';
 import { generateKey } from '../shared/auth/key-material';
-import { closeAllDrivers } from '../shared/connections/drivers/index';
+import { closeAllDrivers } from '../shared/databases/drivers/index';
 import { startPostgres } from '../test/support/databases';
 import { type BenchModule, median, ms } from './context';
 import { apiClient, snapshotEnv } from './query';

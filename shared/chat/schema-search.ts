@@ -1,4 +1,4 @@
-import type { TableInfo } from '../connections/drivers/types';
+import type { TableInfo } from '../databases/drivers/types';
 import { type NoteLike, rankTables } from './schema-context';
 
 /**

@@ -162,7 +162,7 @@ export const tools: ToolDef[] = [
         schemaModule(),
         import('../connections/annotations'),
         import('../chat/schema-search'),
-        import('../chat/schema-index'),
+        import('../connections/schema-index'),
       ]);
       const [cached, notes] = await Promise.all([
         getSchema(ctx, req.params.id),
