@@ -16,6 +16,8 @@ export interface TestServer {
   url: string;
   adminKey: string;
   dataDir: string;
+  /** The lines the runtime logged at start and since (announcements, the admin key notice). */
+  logs: string[];
   /** Calls the API: `call('POST', '/keys', { body, key })`; the admin key unless `key` is given (null: none). */
   call<T = any>(
     method: string,
@@ -54,6 +56,7 @@ export async function startTestServer(
     url: app.url,
     adminKey,
     dataDir,
+    logs,
     async call(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       const key = o.key === undefined ? adminKey : o.key;
