@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type LocalApp, startLocal } from '../../infra/local/app';
@@ -74,6 +74,11 @@ export async function startTestServer(
       } catch {
         parsed = undefined;
       }
+      if (process.env.LOUPE_RECORD_ANSWERS)
+        appendFileSync(
+          process.env.LOUPE_RECORD_ANSWERS,
+          `${JSON.stringify({ method, path, request: o.body, status: res.status, body: parsed })}\n`,
+        );
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
     async stop(s = {}) {
