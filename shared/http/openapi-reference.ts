@@ -105,7 +105,7 @@ const RUN = { 422: ['QUERY_FAILED', 'CONNECTION_FAILED', 'CONNECTION_INACTIVE'],
 const SAVE_SQL = { 400: ['READ_ONLY_VIOLATION'], 404: ['NOT_FOUND'] };
 
 /** Codes an operation can answer beyond those every operation of its kind can (see `errorCodes`). */
-const OPERATION_ERRORS: Record<string, Record<number, string[]>> = {
+export const OPERATION_ERRORS: Record<string, Record<number, string[]>> = {
   'DELETE /keys/{id}': { 400: ['BAD_REQUEST'] },
   'POST /members': { 409: ['ALREADY_EXISTS'] },
   'PATCH /members/{id}': { 400: ['BAD_REQUEST'] },
@@ -189,6 +189,55 @@ export function errorCodes(spec: EndpointSpec): Map<number, string[]> {
     add(Number(status), ...codes);
   return new Map([...out].sort(([a], [b]) => a - b).map(([s, c]) => [s, [...c].sort()]));
 }
+
+/** What an operation does beyond its summary, for the operations where that is not obvious. */
+export const OPERATION_DESCRIPTIONS: Record<string, string> = {
+  'POST /keys':
+    'Creates a key for the calling user with a subset of the scopes the calling key holds. The full key is in this answer only; only its SHA-256 is stored.',
+  'DELETE /keys/{id}':
+    "Revokes the key at once, also on warm instances. The organization's last admin key cannot revoke itself.",
+  'DELETE /members/{id}':
+    'Removes the member and revokes its keys. The organization keeps at least one admin.',
+  'POST /chat':
+    'The model writes a query in the connection\'s dialect; it runs on the read-only path (at most 3 repairs after a failure), and the answer is written from its rows. `sqlQuery` and `queryResult` are those of the last query that succeeded. With `"stream": true` the answer is server-sent events (`sql`, `result`, `step`, `delta`, `done`, `error`). Errors before the stream starts are ordinary answers.',
+  'POST /connections':
+    "Validation depends on `type`: SQLite takes a file in the organization's folder (or an S3 object when deployed); the others need `host` and `database`, and a `username` except MongoDB. The password is encrypted with the organization and connection as context and never returned. `readOnly` (default true): only approved queries may write, and only where it is false.",
+  'POST /connections/{id}/test':
+    'Connects, and on success reads and caches the schema (`schemaIntrospected`) and reactivates the connection. A failure is still 200 with `success: false` and a diagnosis naming the step, host, port, database and user.',
+  'POST /connections/{id}/query':
+    "Runs one read: the statement must be one read on the database's own grammar, with every function allowed; it runs in a read-only transaction under a 25 s timeout, at most `maxRows` rows (1,000 by default, up to 10,000) and 5 MiB (`truncated`). Every attempt is in the query history.",
+  'GET /connections/{id}/schema':
+    'The cached schema; 404 before the first introspection (test the connection or refresh the schema).',
+  'POST /connections/{id}/annotations/auto':
+    'Queues automatic annotation of the given tables (all when omitted): sampled example values and, with a model, descriptions. Never overwrites an annotation a person wrote.',
+  'GET /dashboards/{id}/widgets/{widgetId}/data':
+    "Runs the widget's query, or answers the cached result (`cached`, `cachedAt`) within `config.cacheSeconds` (default 60).",
+  'POST /saved-queries/{id}/run':
+    "`params` are bound as driver parameters for the `{{name}}` placeholders, checked against each parameter's type; a missing optional value takes its default, else NULL.",
+  'GET /metrics/{id}/value':
+    "Runs the formula on the metric's connection: the value is the first column of the first row.",
+  'POST /queries/submit':
+    'Classifies the statement with the guard\'s parsers (one statement only). A read where every matching rule has scope `write` runs at once (`reviewedBy: "auto"`); otherwise it waits for review until it expires (24 h by default).',
+  'POST /queries/{id}/approve':
+    "Only for a PENDING query that has not expired, and never by its submitter. The statement is classified again against the connection as it is now, then runs once: a write in one transaction committed only when it succeeded. The answer carries the stored result or the execution's error.",
+  'POST /queries/{id}/reject': 'Only for a PENDING query that has not expired, and never by its submitter.',
+  'PATCH /workflows/{id}':
+    'A change to the draft needs `expectedDraftRevision` (the revision you read). `isActive: true` publishes the draft as a new version after checking it: errors are 400, warnings 422 until each is echoed in `acknowledgedWarnings`. `isActive: false` removes the schedule and keeps the version.',
+  'POST /workflows/{id}/run':
+    'Runs the current draft now, with its actions (real deliveries), and answers the finished run.',
+  'POST /workflows/{id}/preview':
+    'Runs every draft step with at most 100 rows each; sends nothing, creates no run.',
+  'POST /workflows/{id}/actions/{order}/test':
+    "Runs the draft's steps and sends the action at that order for real (`stopIfEmpty` does not stop it); the run is in the history.",
+  'PATCH /workflow-credentials/{id}':
+    'Rotates: `config` replaces the secret (validated for `kind`, which may change in the same request). Running workflows use the new secret from their next request.',
+  'POST /webhooks':
+    'The answer holds the full signing secret (`whsec_…`) once; later reads show its last 4 characters. The URL must be https on port 443 at a public address (locally, see LOUPE_DEV_ALLOW_LOOPBACK_HTTP).',
+  'PATCH /webhooks/{id}':
+    '`rotateSecret: true` answers the new secret once; for 24 h deliveries carry both signatures so receivers can switch.',
+  'POST /webhooks/{id}/test':
+    'Sends a signed `webhook.test` event to this endpoint only, in one attempt, and logs it.',
+};
 
 export const TAG_DESCRIPTIONS: Record<string, string> = {
   Discovery: 'What the API offers, without a key: links, the OpenAPI document, the OAuth resource metadata.',

@@ -4,6 +4,7 @@ import examples from './openapi-examples.json';
 import {
   ERROR_CODES,
   errorCodes,
+  OPERATION_DESCRIPTIONS,
   operationKey,
   RESOURCE_SCHEMAS,
   TAG_DESCRIPTIONS,
@@ -78,6 +79,8 @@ const exampleValues = (byName: Record<string, unknown>) =>
 
 function describeOperation(spec: EndpointSpec): string {
   const lines: string[] = [];
+  const what = OPERATION_DESCRIPTIONS[operationKey(spec)];
+  if (what) lines.push(what);
   if (spec.auth === 'none') lines.push('No API key needed.');
   else {
     const who = spec.scope ? `a key with the \`${spec.scope}\` scope` : 'any valid key';
@@ -87,7 +90,7 @@ function describeOperation(spec: EndpointSpec): string {
   if (spec.paginated)
     lines.push('Paginated with `page` (from 1) and `pageSize`; `meta.pagination` gives the totals.');
   if (spec.status && spec.status !== 200) lines.push(`Answers ${spec.status} on success.`);
-  return lines.join(' ');
+  return lines.join('\n\n');
 }
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */

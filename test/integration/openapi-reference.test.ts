@@ -2,7 +2,15 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CODES, TAG_DESCRIPTIONS } from '../../shared/http/openapi-reference';
+import { allEndpoints } from '../../shared/http/endpoints';
+import {
+  ERROR_CODES,
+  OPERATION_DESCRIPTIONS,
+  OPERATION_ERRORS,
+  operationKey,
+  RESOURCE_SCHEMAS,
+  TAG_DESCRIPTIONS,
+} from '../../shared/http/openapi-reference';
 import { startTestServer, type TestServer } from '../support/server';
 
 /**
@@ -137,6 +145,18 @@ describe('the OpenAPI document as a reference', () => {
     for (const d of ['shared', 'functions']) walk(join(import.meta.dirname, '..', '..', d));
     const all = source.join('\n');
     expect(Object.keys(ERROR_CODES).filter((c) => !all.includes(`'${c}'`))).toEqual([]);
+  });
+
+  it('the reference tables name only operations that exist', () => {
+    const known = new Set(allEndpoints.map(operationKey));
+    const tables = { OPERATION_DESCRIPTIONS, OPERATION_ERRORS, RESOURCE_SCHEMAS };
+    const stale = Object.entries(tables).flatMap(([table, rows]) =>
+      Object.keys(rows)
+        .filter((k) => !known.has(k))
+        .map((k) => `${table}: ${k}`),
+    );
+    expect(stale).toEqual([]);
+    expect(doc.paths['/queries/{id}/approve'].post.description).toContain('never by its submitter');
   });
 
   it('tags are described and the resources are named components that the operations reference', () => {
