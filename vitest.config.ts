@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    // The runtime's logs go to .tmp/test-logs/, printed for a test that fails (test/support/quiet-logs.ts).
+    setupFiles: ['test/support/quiet-logs.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,

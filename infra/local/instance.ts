@@ -11,6 +11,7 @@ import { setStoreCall } from '../../shared/platform/db/client';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
+import { serveReference } from './reference-page';
 import { portStoreCall } from './store-client';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
 
@@ -44,7 +45,10 @@ export function requestHandler(log: (line: string) => void) {
     if (url.pathname === `/${STAGE}` || url.pathname.startsWith(`/${STAGE}/`))
       path = url.pathname.slice(STAGE.length + 1) || '/';
     else if (url.pathname.startsWith('/.well-known/')) path = url.pathname;
-    else {
+    else if (req.method === 'GET' && (await serveReference(url.pathname, STAGE, res))) {
+      log(`${req.method} ${url.pathname} 200`);
+      return;
+    } else {
       const body = JSON.stringify(
         envelope(randomUUID(), null, {
           code: 'NOT_FOUND',

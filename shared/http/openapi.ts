@@ -1,5 +1,17 @@
 import * as z from 'zod/mini';
 import type { EndpointSpec } from './endpoint';
+import examples from './openapi-examples.json';
+import {
+  ERROR_CODES,
+  errorCodes,
+  OPERATION_DESCRIPTIONS,
+  operationKey,
+  RESOURCE_SCHEMAS,
+  TAG_DESCRIPTIONS,
+} from './openapi-reference';
+
+type Examples = Record<string, { request?: unknown; responses: Record<string, Record<string, unknown>> }>;
+const recorded = examples as Examples;
 
 const jsonSchema = (s: z.core.$ZodType, io: 'input' | 'output') => {
   const out = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
@@ -38,9 +50,48 @@ const STATUS_TEXT: Record<number, string> = {
   428: 'Precondition required',
   429: 'Rate limited',
   500: 'Internal error',
-  503: 'Service not configured',
+  502: 'Upstream error',
+  503: 'Service unavailable or not configured',
   504: 'Timed out',
 };
+
+/** The codes of an operation per error status: the reference table, the spec's statuses, what tests saw. */
+function errorsOf(spec: EndpointSpec): Map<number, string[]> {
+  const out = errorCodes(spec);
+  const seen = recorded[operationKey(spec)]?.responses ?? {};
+  const add = (status: number, codes: string[]) =>
+    out.set(status, [...new Set([...(out.get(status) ?? []), ...codes])].sort());
+  for (const status of spec.errors ?? [])
+    if (!out.has(status))
+      add(
+        status,
+        Object.entries(ERROR_CODES)
+          .filter(([, c]) => c.status === status)
+          .map(([code]) => code),
+      );
+  for (const [status, byCode] of Object.entries(seen))
+    if (Number(status) >= 400) add(Number(status), Object.keys(byCode));
+  return new Map([...out].sort(([a], [b]) => a - b));
+}
+
+const exampleValues = (byName: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(byName).map(([name, value]) => [name, { value }]));
+
+function describeOperation(spec: EndpointSpec): string {
+  const lines: string[] = [];
+  const what = OPERATION_DESCRIPTIONS[operationKey(spec)];
+  if (what) lines.push(what);
+  if (spec.auth === 'none') lines.push('No API key needed.');
+  else {
+    const who = spec.scope ? `a key with the \`${spec.scope}\` scope` : 'any valid key';
+    lines.push(`Needs ${who}${spec.admin ? ' whose user is an admin' : ''}.`);
+  }
+  if (spec.ai) lines.push('Calls the model: counts against the AI rate limit and is charged to the caller.');
+  if (spec.paginated)
+    lines.push('Paginated with `page` (from 1) and `pageSize`; `meta.pagination` gives the totals.');
+  if (spec.status && spec.status !== 200) lines.push(`Answers ${spec.status} on success.`);
+  return lines.join('\n\n');
+}
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas that validate requests. */
 export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
@@ -81,22 +132,41 @@ export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
         },
       },
     };
-    const errors = new Set([
-      400,
-      429,
-      500,
-      ...(spec.auth === 'none' ? [] : [401, 403]),
-      ...(spec.errors ?? []),
-    ]);
-    if (spec.params) errors.add(404);
-    for (const code of [...errors].sort())
+    const seen = recorded[operationKey(spec)];
+    const success = seen?.responses[String(status)]?.success;
+    if (success !== undefined)
+      (responses[String(status)] as { content: Record<string, Record<string, unknown>> }).content[
+        'application/json'
+      ].examples = exampleValues({ success });
+    for (const [code, codes] of errorsOf(spec)) {
+      const shown = Object.fromEntries(
+        Object.entries(seen?.responses[String(code)] ?? {}).filter(([c]) => codes.includes(c)),
+      );
       responses[String(code)] = {
-        description: STATUS_TEXT[code] ?? 'Error',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+        description: [
+          `${STATUS_TEXT[code] ?? 'Error'}. \`error.code\` is one of:`,
+          ...codes.map((c) => `- \`${c}\`: ${ERROR_CODES[c]?.when ?? ''}`),
+        ].join('\n'),
+        content: {
+          'application/json': {
+            schema: {
+              allOf: [
+                { $ref: '#/components/schemas/ErrorEnvelope' },
+                {
+                  type: 'object',
+                  properties: { error: { type: 'object', properties: { code: { enum: codes } } } },
+                },
+              ],
+            },
+            ...(Object.keys(shown).length ? { examples: exampleValues(shown) } : {}),
+          },
+        },
       };
+    }
     const op: Record<string, unknown> = {
       operationId: operationId(spec.method, spec.path),
       summary: spec.summary,
+      description: describeOperation(spec),
       tags: [spec.tag],
       parameters: params,
       responses,
@@ -105,11 +175,21 @@ export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
     if (spec.body)
       op.requestBody = {
         required: !spec.bodyOptional,
-        content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } },
+        content: {
+          'application/json': {
+            schema: jsonSchema(spec.body, 'input'),
+            ...(seen?.request !== undefined ? { examples: exampleValues({ request: seen.request }) } : {}),
+          },
+        },
       };
     paths[spec.path] ??= {};
     paths[spec.path][spec.method.toLowerCase()] = op;
   }
+  const resources = nameResources(specs, paths);
+  const tags = [...new Set(specs.map((s) => s.tag))].map((name) => ({
+    name,
+    ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+  }));
   return {
     openapi: '3.1.0',
     info: {
@@ -119,6 +199,7 @@ export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
         'Connect databases, ask questions in plain language, run safe SQL, and keep dashboards, saved queries and metrics.',
     },
     servers: [{ url: serverUrl }],
+    tags,
     paths,
     components: {
       securitySchemes: {
@@ -144,9 +225,45 @@ export function buildOpenApi(specs: EndpointSpec[], serverUrl: string) {
           },
         },
         ErrorEnvelope: errorEnvelope,
+        ...resources,
       },
     },
   };
+}
+
+/**
+ * The resources' schemas as named components (RESOURCE_SCHEMAS): each is taken from its operation's
+ * success `data` (a list's item for paginated lists), and every identical schema object anywhere in the
+ * paths is replaced by a reference to it.
+ */
+function nameResources(specs: EndpointSpec[], paths: Record<string, Record<string, any>>) {
+  const named = new Map<string, string>(); // schema JSON → component name
+  const components: Record<string, unknown> = {};
+  for (const spec of specs) {
+    const name = RESOURCE_SCHEMAS[operationKey(spec)];
+    if (!name) continue;
+    const op = paths[spec.path]?.[spec.method.toLowerCase()];
+    const ok = op?.responses?.[String(spec.status ?? 200)]?.content?.['application/json']?.schema;
+    let data = ok?.properties?.data;
+    if (data?.type === 'array' && data.items) data = data.items;
+    if (!data || typeof data !== 'object' || !Object.keys(data).length) continue;
+    const key = JSON.stringify(data);
+    if (named.has(key)) continue;
+    named.set(key, name);
+    components[name] = JSON.parse(key);
+  }
+  const refer = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(refer);
+    if (!node || typeof node !== 'object') return node;
+    const name = named.get(JSON.stringify(node));
+    if (name) return { $ref: `#/components/schemas/${name}` };
+    return Object.fromEntries(
+      Object.entries(node).map(([k, v]) => [k, k === 'examples' || k === 'example' ? v : refer(v)]),
+    );
+  };
+  for (const ops of Object.values(paths))
+    for (const [method, op] of Object.entries(ops)) ops[method] = refer(op) as Record<string, unknown>;
+  return components;
 }
 
 /** `GET /connections/{id}/schema` → `getConnectionsIdSchema`; `GET /` → `getRoot`. */

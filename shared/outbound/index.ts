@@ -1,9 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { classifyAddress, isIpLiteral } from './address';
+import { devLoopbackHttp, loopbackAddressOf } from './dev-loopback';
 import { testHosts } from './test-hosts';
 
 export { classifyAddress, isIpLiteral, isPublicAddress } from './address';
+export { announceDevLoopbackHttp } from './dev-loopback';
 export { announceOutboundTestHosts } from './test-hosts';
 
 // Loaded on the first resolution or request, not with the module: node:https brings TLS and crypto
@@ -11,6 +13,7 @@ export { announceOutboundTestHosts } from './test-hosts';
 // create/update time answer most requests without sending anything.
 const dns = () => process.getBuiltinModule('node:dns/promises') as typeof import('node:dns/promises');
 const https = () => process.getBuiltinModule('node:https') as typeof import('node:https');
+const http = () => process.getBuiltinModule('node:http') as typeof import('node:http');
 
 /**
  * The only code that opens outbound HTTP connections (webhook actions, event webhooks).
@@ -27,6 +30,10 @@ const https = () => process.getBuiltinModule('node:https') as typeof import('nod
  * answers with it, no second resolution), TLS is verified against the hostname (SNI and certificate
  * name), no connection pooling or proxy, redirects are never followed (a 3xx is the response), one
  * total timeout from resolution to the last byte, and the response body read up to a bound.
+ *
+ * Local development (`LOUPE_DEV_ALLOW_LOOPBACK_HTTP=true`, never in Lambda, see dev-loopback.ts): a plain
+ * http:// URL whose host is localhost or a loopback literal also passes, on any port, and is sent to that
+ * loopback address over http. Every other rule (no userinfo, headers, timeout, no redirects) still holds.
  */
 
 /** Refused before any connection was opened: URL rule, resolution failure, or address class. */
@@ -111,12 +118,18 @@ export function checkUrl(url: string): URL {
   } catch {
     return refuse('not a valid absolute URL');
   }
-  if (u.protocol !== 'https:') refuse('only https URLs are allowed');
+  if (u.protocol === 'http:' && devLoopbackHttp()) {
+    if (!loopbackAddressOf(u.hostname))
+      refuse(
+        'only https URLs are allowed (plain http:// only to localhost, 127.0.0.0/8 or [::1] in development)',
+      );
+  } else if (u.protocol !== 'https:') refuse('only https URLs are allowed');
   if (u.username || u.password) refuse('credentials in the URL (userinfo) are not allowed');
-  if (u.port !== '' && u.port !== '443') refuse('only port 443 is allowed');
   // Also an empty userinfo (`https://:@host`, `https:@host`): the parser drops it, the intent is a trick.
   const authority = /^[a-z][a-z0-9+.-]*:[/\\]*([^/\\?#]*)/i.exec(url)?.[1] ?? '';
   if (authority.includes('@')) refuse('credentials in the URL (userinfo) are not allowed');
+  if (u.protocol === 'http:') return u; // a development loopback URL, checked above
+  if (u.port !== '' && u.port !== '443') refuse('only port 443 is allowed');
   const host = u.hostname;
   if (!host) refuse('the URL has no host');
   if (isIpLiteral(host)) {
@@ -145,6 +158,8 @@ interface Checked {
 async function resolveChecked(url: string): Promise<Checked> {
   const u = checkUrl(url);
   const host = u.hostname;
+  const loopback = u.protocol === 'http:' ? loopbackAddressOf(host) : undefined;
+  if (loopback) return { url: u, address: loopback, family: loopback.includes(':') ? 6 : 4 };
   if (isIpLiteral(host)) {
     const ip = host.startsWith('[') ? host.slice(1, -1) : host;
     return { url: u, address: ip, family: ip.includes(':') ? 6 : 4 };
@@ -231,6 +246,7 @@ export async function sendOutbound(req: OutboundRequest): Promise<OutboundRespon
         ? Buffer.from(req.body, 'utf8')
         : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
   const host = checked.url.hostname;
+  const plain = checked.url.protocol === 'http:'; // development loopback only (checkUrl)
   const literal = isIpLiteral(host);
   // Answers every lookup with the checked address: the socket goes exactly where the check looked.
   const pinnedLookup: LookupFunction = (_hostname, options, callback) => {
@@ -248,13 +264,13 @@ export async function sendOutbound(req: OutboundRequest): Promise<OutboundRespon
       clearTimeout(totalTimer);
       fn();
     };
-    const request = https().request(
+    const request = (plain ? http() : https()).request(
       {
         method: req.method,
         host: literal ? checked.address : host,
-        port: 443,
+        port: plain ? Number(checked.url.port || 80) : 443,
         path: `${checked.url.pathname}${checked.url.search}`,
-        servername: literal ? undefined : host,
+        ...(plain ? {} : { servername: literal ? undefined : host }),
         lookup: pinnedLookup,
         family: checked.family,
         agent: false,

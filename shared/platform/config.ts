@@ -49,6 +49,8 @@ const Env = z.object({
     z.optional(z.coerce.number().check(z.int(), z.gte(8), z.lte(4096))),
   ),
   LOUPE_OUTBOUND_TEST_HOSTS: z.optional(z.string()),
+  /** Local development only: webhooks may go to loopback over plain http:// (refused and ignored in Lambda). */
+  LOUPE_DEV_ALLOW_LOOPBACK_HTTP: z._default(z.enum(['true', 'false']), 'false'),
   SMTP_URL: z.optional(z.string()),
   /** SQLite files: `<root>/<orgId>/…` locally (default `<LOUPE_DATA_DIR>/sqlite`). */
   LOUPE_SQLITE_ROOT: z.optional(z.string().check(z.minLength(1))),

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type LocalApp, startLocal } from '../../infra/local/app';
@@ -16,6 +16,8 @@ export interface TestServer {
   url: string;
   adminKey: string;
   dataDir: string;
+  /** The lines the runtime logged at start and since (announcements, the admin key notice). */
+  logs: string[];
   /** Calls the API: `call('POST', '/keys', { body, key })`; the admin key unless `key` is given (null: none). */
   call<T = any>(
     method: string,
@@ -54,6 +56,7 @@ export async function startTestServer(
     url: app.url,
     adminKey,
     dataDir,
+    logs,
     async call(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       const key = o.key === undefined ? adminKey : o.key;
@@ -71,6 +74,11 @@ export async function startTestServer(
       } catch {
         parsed = undefined;
       }
+      if (process.env.LOUPE_RECORD_ANSWERS)
+        appendFileSync(
+          process.env.LOUPE_RECORD_ANSWERS,
+          `${JSON.stringify({ method, path, request: o.body, status: res.status, body: parsed })}\n`,
+        );
       return { status: res.status, headers: res.headers, body: parsed, text };
     },
     async stop(s = {}) {
