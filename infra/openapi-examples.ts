@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
-import { allEndpoints } from '../shared/http/endpoints';
+import { allEndpoints } from '../functions/endpoints';
 import { buildOpenApi } from '../shared/http/openapi';
 import { operationKey } from '../shared/http/openapi-reference';
 

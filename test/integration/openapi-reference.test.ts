@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEndpoints } from '../../shared/http/endpoints';
+import { allEndpoints } from '../../functions/endpoints';
 import {
   ERROR_CODES,
   OPERATION_DESCRIPTIONS,
