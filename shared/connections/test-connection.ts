@@ -5,6 +5,7 @@ import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { loadConnection } from './connections';
 import { connectionFailed, diagnose } from './diagnosis';
+import { dbDeadlines, REQUEST_DB_BUDGET_MS } from './drivers/deadline';
 import { driverFor } from './drivers';
 import { introspect, storeIntrospected } from './schema';
 import { loadSchema } from './schema-store';
@@ -104,7 +105,11 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
   };
   if (!(await loadSchema(rec.orgId, rec.id))) {
     try {
-      const schema = await introspect(rec, target);
+      // What is left of the request's budget after the test (the first success reads the schema too).
+      const left = REQUEST_DB_BUDGET_MS - (performance.now() - started);
+      const schema = await introspect(rec, target, {
+        timeoutMs: Math.max(1_000, Math.min(dbDeadlines().statementMs, left)),
+      });
       await storeIntrospected(ctx, rec, schema);
       result.schemaIntrospected = true;
       result.tableCount = schema.tables.length;
