@@ -82,7 +82,10 @@ const Env = z.object({
     300_000,
   ),
   /** Database connect timeout (TCP, TLS, login, or waiting for a pooled connection). */
-  LOUPE_DB_CONNECT_TIMEOUT_MS: z._default(z.coerce.number().check(z.int(), z.gte(500), z.lte(20_000)), 10_000),
+  LOUPE_DB_CONNECT_TIMEOUT_MS: z._default(
+    z.coerce.number().check(z.int(), z.gte(500), z.lte(20_000)),
+    10_000,
+  ),
   /** One database statement, connect included: the server's own limit and a client-side timer (504 QUERY_TIMEOUT). */
   LOUPE_DB_STATEMENT_TIMEOUT_MS: z._default(
     z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)),
