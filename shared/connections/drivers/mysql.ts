@@ -222,6 +222,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
           async () => {
             await run(c, sessionSetup(await flavorOf(c), serverLimitMs(deadline)));
             await run(c, readOnly ? 'START TRANSACTION READ ONLY' : 'START TRANSACTION');
+            let done = () => {};
             const stoppedEarly = await new Promise<boolean>((resolve, reject) => {
               let settled = false;
               // With parameters: a server-side prepared statement (values bound, never spliced into the text).
@@ -260,7 +261,26 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
                   resolve(false);
                 }
               });
-            });
+              // mysql2 tells a streaming query (no callback) nothing when the connection fails: the
+              // failure is emitted on the connection only. Without this the read would wait for the timer.
+              const lost = (err?: Error) => {
+                if (settled) return;
+                settled = true;
+                reject(
+                  err ??
+                    Object.assign(new Error('Connection lost: The server closed the connection.'), {
+                      code: 'PROTOCOL_CONNECTION_LOST',
+                    }),
+                );
+              };
+              const onEnd = () => lost();
+              c.on('error', lost);
+              c.on('end', onEnd);
+              done = () => {
+                c.off('error', lost);
+                c.off('end', onEnd);
+              };
+            }).finally(() => done());
             if (!stoppedEarly) {
               // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
               // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
