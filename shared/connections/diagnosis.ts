@@ -545,6 +545,18 @@ const rules: Rule[] = [
       };
     },
   },
+  // ---- The SQLite child process died under a statement (drivers/sqlite.ts) ----
+  {
+    when: (f) => has(f, 'LOUPE_SQLITE_STOPPED'),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'server',
+      title: 'The SQLite process stopped',
+      explanation: `The process that had SQLite file "${t.database}" open stopped during the statement (killed or out of memory).`,
+      fixSteps: ['Try again: the next request opens the file in a new process.'],
+      retryable: true,
+    }),
+  },
   // ---- Server shutting down or restarting (503 with Retry-After, see isServerShutdown) ----
   {
     when: (f, m) => isShutdown(f, m),

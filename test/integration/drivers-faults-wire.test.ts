@@ -1,10 +1,15 @@
 /**
- * SQL Server and MongoDB faults through the real `mssql`/`tedious` and `mongodb` clients, against the
+ * SQL Server, MongoDB and SQLite faults through the real `mssql`/`tedious` and `mongodb` clients, against the
  * protocol-level test servers: a server that closes the connection mid-query (422 CONNECTION_FAILED)
  * and one that never answers (504 QUERY_TIMEOUT from the client timer; a connection test that gets no
- * answer is 422 with a TIMEOUT diagnosis). The pool serves the next read, and no event goes uncaught.
+ * answer is 422 with a TIMEOUT diagnosis); the SQLite child process killed under a statement (422).
+ * The pool serves the next read, and no event goes uncaught.
  * Short deadlines come from the configuration (LOUPE_DB_*_TIMEOUT_MS); nothing here measures time.
  */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { BSON } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectionFailed } from '../../shared/connections/diagnosis';
@@ -12,6 +17,7 @@ import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/ind
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
 import { resetConfig } from '../../shared/platform/config';
+import { processTree } from '../support/databases';
 import { failure } from '../support/drivers';
 import { type MongoWireServer, startMongoWire } from '../support/mongo-wire';
 import { startTdsWire, type TdsWireServer } from '../support/tds-wire';
@@ -142,6 +148,65 @@ describe('MongoDB (wire test server)', () => {
     expect(e.status, e.message).toBe(504);
     expect(e.code).toBe('QUERY_TIMEOUT');
     expect((await runReadOnly(t(), '{"collection": "items", "filter": {}}')).rowCount).toBe(1);
+    expect(uncaught).toEqual([]);
+  });
+});
+
+describe('SQLite (child process)', () => {
+  const root = mkdtempSync(join(tmpdir(), 'loupe-faults-sqlite-'));
+  const file = join(root, 'org-a', 'f.db');
+  const t = (): ConnectionTarget => ({
+    id: `sqlite-faults-${process.pid}`,
+    version: '1',
+    orgId: 'org-a',
+    type: 'SQLITE',
+    host: '',
+    port: null,
+    database: file,
+    username: '',
+    password: '',
+    sslEnabled: false,
+  });
+  beforeAll(() => {
+    process.env.LOUPE_SQLITE_ROOT = root;
+    resetConfig();
+    mkdirSync(join(root, 'org-a'));
+    const d = new DatabaseSync(file);
+    d.exec('CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)');
+    d.close();
+  });
+  afterAll(async () => {
+    await closeAllDrivers();
+    delete process.env.LOUPE_SQLITE_ROOT;
+    resetConfig();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('the child killed under a statement is 422 CONNECTION_FAILED; the next read starts a new one', async () => {
+    expect((await runReadOnly(t(), 'SELECT n FROM t')).rows).toEqual([{ n: 1 }]);
+    // The child holding the file: this process's descendant running node:sqlite.
+    const child = processTree(process.pid).find((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('DatabaseSync');
+      } catch {
+        return false;
+      }
+    });
+    expect(child).toBeDefined();
+    const pending = failure(
+      runReadOnly(
+        t(),
+        'WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000000000) SELECT count(*) FROM r',
+      ),
+    );
+    setTimeout(() => process.kill(child as number, 'SIGKILL'), 200);
+    const e = await pending;
+    expect(e.status, e.message).toBe(422);
+    expect(e.code).toBe('CONNECTION_FAILED');
+    expect((e.details as { diagnosis: { title: string } }).diagnosis.title).toBe(
+      'The SQLite process stopped',
+    );
+    expect((await runReadOnly(t(), 'SELECT n FROM t')).rows).toEqual([{ n: 1 }]);
     expect(uncaught).toEqual([]);
   });
 });

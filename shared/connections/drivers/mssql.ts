@@ -15,7 +15,7 @@ import { connectInSequence } from 'tedious/lib/connector';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { dbDeadlines, SERVER_LIMIT_MARGIN_MS, serverLimitMs, withTimer } from './deadline';
+import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
@@ -69,7 +69,7 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
     password: target.password,
     connectionTimeout: deadlines.connectMs,
     // tedious's own client-side timer (SQL Server has no server-side statement limit): at the timeout it
-    // sends an attention and, when the server does not acknowledge it within cancelTimeout, closes the
+    // sends an attention and, when the server does not acknowledge it within cancelTimeout (5 s, its default), closes the
     // connection. Reads set their own, from the time left (query below).
     requestTimeout: deadlines.statementMs,
     // Waiting for a free pooled connection is part of connecting.
@@ -78,7 +78,6 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
       encrypt: target.sslEnabled,
       trustServerCertificate: false,
       readOnlyIntent: true,
-      cancelTimeout: SERVER_LIMIT_MARGIN_MS,
       appName: 'loupe',
       useUTC: true,
       abortTransactionOnError: true,

@@ -337,7 +337,8 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
       children.delete(c);
       if (child === c) {
         child = undefined;
-        failAll(new Error('The SQLite process stopped.'));
+        // Killed or crashed (not by our timer, which forgets it first): the statement's session is lost.
+        failAll(Object.assign(new Error('The SQLite process stopped.'), { code: 'LOUPE_SQLITE_STOPPED' }));
       }
     });
     child = c;
