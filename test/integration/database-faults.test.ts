@@ -147,6 +147,26 @@ describe('PostgreSQL', () => {
     await stillUp();
   }, 60_000);
 
+  it('waiting for a free pooled session past the connect timeout is 422 CONNECTION_FAILED / TIMEOUT', async () => {
+    const id = await createConnection(s, postgresConnection(pgInfo(), { name: 'pg-pool-busy' }));
+    // The pool's three sessions busy with long reads: a fourth read waits for one (pg-pool's "timeout
+    // exceeded when trying to connect"), a connect-stage timeout, not a rejected statement.
+    const busy = [read(id, LONG_PG), read(id, LONG_PG), read(id, LONG_PG)];
+    await whileRunning(busy[0], async () => {
+      const rows = await postgresAdmin(pgInfo(), pgInfo().database, PG_RUNNING);
+      return rows.length >= 3;
+    });
+    const r = await read(id);
+    expectConnectTimeout(r, 'read waiting for a pooled session');
+    expect(r.body.error.message).toMatch(/timeout exceeded when trying to connect/);
+    for (const b of await Promise.all(busy)) {
+      expect(b.status, b.text).toBe(504);
+      expect(b.body.error.code).toBe('QUERY_TIMEOUT');
+    }
+    expect((await read(id)).status).toBe(200);
+    await stillUp();
+  }, 60_000);
+
   it('a frozen server: reads, tests, widget data, saved queries, metrics and workflow steps answer 504 or 422 TIMEOUT', async () => {
     const conn = postgresConnection(pgInfo(), { name: 'pg-frozen' });
     const id = await createConnection(s, conn);
