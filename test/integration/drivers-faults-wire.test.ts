@@ -13,10 +13,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { BSON } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectionFailed } from '../../shared/connections/diagnosis';
+import { dbDeadlines } from '../../shared/connections/drivers/deadline';
 import { closeAllDrivers, driverFor } from '../../shared/connections/drivers/index';
 import type { ConnectionTarget } from '../../shared/connections/drivers/types';
 import { runReadOnly } from '../../shared/connections/run';
-import { resetConfig } from '../../shared/platform/config';
+import { config, resetConfig } from '../../shared/platform/config';
 import { processTree } from '../support/databases';
 import { failure } from '../support/drivers';
 import { type MongoWireServer, startMongoWire } from '../support/mongo-wire';
@@ -40,6 +41,38 @@ afterAll(async () => {
   process.off('uncaughtException', onUncaught);
   for (const k of Object.keys(ENV)) delete process.env[k];
   resetConfig();
+});
+
+describe('deadline settings', () => {
+  afterAll(() => {
+    Object.assign(process.env, ENV);
+    resetConfig();
+  });
+
+  it('default to a connect of 10 s, a statement of 25 s and a test of 15 s', () => {
+    for (const k of Object.keys(ENV)) delete process.env[k];
+    resetConfig();
+    expect(dbDeadlines()).toEqual({ connectMs: 10_000, statementMs: 25_000, testMs: 15_000 });
+  });
+
+  it.each([
+    ['LOUPE_DB_STATEMENT_TIMEOUT_MS', '26000'],
+    ['LOUPE_DB_STATEMENT_TIMEOUT_MS', '999'],
+    ['LOUPE_DB_STATEMENT_TIMEOUT_MS', 'soon'],
+    ['LOUPE_DB_CONNECT_TIMEOUT_MS', '20001'],
+    ['LOUPE_DB_CONNECT_TIMEOUT_MS', '1.5'],
+    ['LOUPE_DB_TEST_TIMEOUT_MS', '0'],
+    ['LOUPE_DB_TEST_TIMEOUT_MS', '25001'],
+  ])('refuse %s=%s, naming the variable', (name, value) => {
+    process.env[name] = value;
+    resetConfig();
+    try {
+      expect(() => config()).toThrow(name);
+    } finally {
+      delete process.env[name];
+      resetConfig();
+    }
+  });
 });
 
 describe('SQL Server (TDS test server)', () => {
