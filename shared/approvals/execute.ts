@@ -7,12 +7,12 @@
 import { driverFor } from '../databases/drivers/index';
 import type { ConnectionTarget, QueryResult } from '../databases/drivers/types';
 import { queryError, resolveOptions, runReadOnly } from '../databases/run';
+import { config } from '../platform/config';
 import { badRequest } from '../platform/errors';
 
 export const APPROVAL_MAX_ROWS = 1000;
 /** JSON size cap of a stored result (a DynamoDB item holds at most 400 KB). */
 export const APPROVAL_MAX_RESULT_BYTES = 256 * 1024;
-export const APPROVAL_TIMEOUT_MS = 25_000;
 
 /** Bytes of one stored query record left for its result after the statement and context (item < 400 KB). */
 const ITEM_BUDGET_BYTES = 360 * 1024;
@@ -32,7 +32,7 @@ export async function runApproved(
   text: string,
   kind: 'read' | 'write',
   maxBytes = APPROVAL_MAX_RESULT_BYTES,
-  timeoutMs = APPROVAL_TIMEOUT_MS,
+  timeoutMs = config().LOUPE_DB_STATEMENT_TIMEOUT_MS,
 ): Promise<QueryResult> {
   if (kind === 'read') return runReadOnly(target, text, options(maxBytes, timeoutMs));
   if (target.type === 'MONGODB')

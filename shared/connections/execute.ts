@@ -1,5 +1,6 @@
 import { type AuthContext, assertConnectionVisible } from '../auth/context';
 import type { DbType, QueryResult } from '../databases/drivers/types';
+import { config } from '../platform/config';
 import { AppError, isAppError, notFound, validationError } from '../platform/errors';
 import { loadConnection } from './connections';
 import { claimQueryNumber, type QueryStatus, queryRecordAt } from './history';
@@ -25,7 +26,6 @@ export const MAX_SQL_CHARS = 100_000;
 export const DEFAULT_MAX_ROWS = 1000;
 export const MAX_ROWS = 10_000;
 export const MAX_RESULT_BYTES = 5 * 1024 * 1024;
-export const STATEMENT_TIMEOUT_MS = 25_000;
 
 const statusOf = (e: unknown): QueryStatus => {
   if (isAppError(e) && e.code === 'READ_ONLY_VIOLATION') return 'REJECTED';
@@ -78,7 +78,8 @@ export async function executeReadOnly(
     const result = await runReadOnly(await targetFor(conn), input.sql, {
       maxRows,
       maxBytes: MAX_RESULT_BYTES,
-      timeoutMs: STATEMENT_TIMEOUT_MS,
+      // Connect and statement within LOUPE_DB_STATEMENT_TIMEOUT_MS (default 25 s; docs/internals/database-faults.md).
+      timeoutMs: config().LOUPE_DB_STATEMENT_TIMEOUT_MS,
       params: input.params,
       readOnly: true,
     });

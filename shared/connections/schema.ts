@@ -33,10 +33,14 @@ export async function getSchema(ctx: AuthContext, connectionId: string): Promise
 }
 
 /** Reads the live schema; a failure is 422 INTROSPECTION_FAILED with a diagnosis (also stored as lastError). */
-export async function introspect(rec: ConnectionRecord, target: ConnectionTarget): Promise<SchemaSnapshot> {
+export async function introspect(
+  rec: ConnectionRecord,
+  target: ConnectionTarget,
+  opts?: { timeoutMs?: number },
+): Promise<SchemaSnapshot> {
   try {
     const driver = await driverFor(target);
-    return await driver.introspect();
+    return await driver.introspect(opts);
   } catch (e) {
     const err = introspectionFailed(e, target);
     const diagnosis =

@@ -1,6 +1,7 @@
 import type { AuthContext } from '../auth/context';
 import { connectionFailed, diagnose } from '../databases/diagnosis';
 import { driverFor } from '../databases/drivers';
+import { dbDeadlines, REQUEST_DB_BUDGET_MS } from '../databases/drivers/deadline';
 import { isAppError } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { nowIso } from '../platform/ids';
@@ -104,7 +105,11 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
   };
   if (!(await loadSchema(rec.orgId, rec.id))) {
     try {
-      const schema = await introspect(rec, target);
+      // What is left of the request's budget after the test (the first success reads the schema too).
+      const left = REQUEST_DB_BUDGET_MS - (performance.now() - started);
+      const schema = await introspect(rec, target, {
+        timeoutMs: Math.max(1_000, Math.min(dbDeadlines().statementMs, left)),
+      });
       await storeIntrospected(ctx, rec, schema);
       result.schemaIntrospected = true;
       result.tableCount = schema.tables.length;

@@ -545,6 +545,33 @@ const rules: Rule[] = [
       };
     },
   },
+  // ---- The SQLite child process died under a statement (drivers/sqlite.ts) ----
+  {
+    when: (f) => has(f, 'LOUPE_SQLITE_STOPPED'),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'server',
+      title: 'The SQLite process stopped',
+      explanation: `The process that had SQLite file "${t.database}" open stopped during the statement (killed or out of memory).`,
+      fixSteps: ['Try again: the next request opens the file in a new process.'],
+      retryable: true,
+    }),
+  },
+  // ---- Server shutting down or restarting (503 with Retry-After, see isServerShutdown) ----
+  {
+    when: (f, m) => isShutdown(f, m),
+    build: (t) => ({
+      stage: 'CONNECT',
+      fault: 'server',
+      title: 'The server is shutting down or restarting',
+      explanation: `${product[t.type]} at ${hostPort(t)} ended the session or refused it because it is shutting down, starting up or was told to end it by an administrator.`,
+      fixSteps: [
+        'Try again in a few seconds: the connection recovers by itself once the server is back.',
+        `If it persists, check the status of the server at ${hostPort(t)}.`,
+      ],
+      retryable: true,
+    }),
+  },
   // ---- Server busy / unavailable ----
   {
     when: (f, m) =>
@@ -581,9 +608,20 @@ const rules: Rule[] = [
   },
   {
     when: (f, m) =>
-      has(f, 'ETIMEDOUT', 'ESOCKETTIMEDOUT', 'MongoServerSelectionError', 'ETIMEOUT', 'CONNECT_TIMEOUT') ||
+      has(
+        f,
+        'ETIMEDOUT',
+        'ESOCKETTIMEDOUT',
+        'MongoServerSelectionError',
+        'ETIMEOUT',
+        'CONNECT_TIMEOUT',
+        'LOUPE_CONNECT_TIMEOUT',
+        'LOUPE_QUERY_TIMEOUT',
+      ) ||
       f.names.has('MongoServerSelectionError') ||
-      /timeout expired|connection timeout|timed out|Failed to connect to .* in \d+ms/i.test(m),
+      /timeout expired|connection timeout|timed out|timeout exceeded when trying to connect|Failed to connect to .* in \d+ms/i.test(
+        m,
+      ),
     build: (t) => ({
       stage: 'TIMEOUT',
       fault: 'third-party',
@@ -599,9 +637,24 @@ const rules: Rule[] = [
   },
   {
     when: (f, m) =>
-      has(f, 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'ESOCKET', 'MongoNetworkError') ||
+      has(
+        f,
+        'EHOSTUNREACH',
+        'ENETUNREACH',
+        'ECONNRESET',
+        'ECONNABORTED',
+        'EPIPE',
+        'ESOCKET',
+        'ECONNCLOSED',
+        'ECLOSE',
+        'PROTOCOL_CONNECTION_LOST',
+        'LOUPE_CONNECTION_LOST',
+        'MongoNetworkError',
+      ) ||
       f.names.has('MongoNetworkError') ||
-      /Connection terminated unexpectedly|socket hang up|ECONNRESET|EHOSTUNREACH|ENETUNREACH/i.test(m),
+      /Connection terminated|socket hang up|ECONNRESET|EHOSTUNREACH|ENETUNREACH|Connection lost|in closed state|Connection is closed/i.test(
+        m,
+      ),
     build: (t) => ({
       stage: 'CONNECT',
       fault: 'third-party',
@@ -645,11 +698,48 @@ export function diagnose(error: unknown, target: Target, stage?: Stage): Diagnos
   };
 }
 
+/**
+ * The database said it is shutting down, starting up, or ended the session on an administrator's
+ * command: PostgreSQL 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now; MySQL/MariaDB
+ * 1053 ER_SERVER_SHUTDOWN, 1077 normal shutdown; SQL Server 6005 (SHUTDOWN is in progress); MongoDB 91
+ * ShutdownInProgress, 11600 InterruptedAtShutdown.
+ */
+function isShutdown(f: ErrorFacts, m: string): boolean {
+  return (
+    has(f, '57P01', '57P02', '57P03', 'ER_SERVER_SHUTDOWN', 'ShutdownInProgress', 'InterruptedAtShutdown') ||
+    num(f, 1053, 1077, 6005, 91, 11600) ||
+    /the database system is (starting up|shutting down)|terminating connection due to administrator command|server shutdown in progress|SHUTDOWN is in progress/i.test(
+      m,
+    )
+  );
+}
+
+/** Seconds a caller should wait before retrying on a database that is shutting down or restarting. */
+export const SHUTDOWN_RETRY_AFTER_S = 5;
+
+export function isServerShutdown(error: unknown): boolean {
+  const f = factsOf(error);
+  return isShutdown(f, f.messages.join(' | '));
+}
+
+/** 503 DATABASE_UNAVAILABLE with Retry-After: the database said it is going away (see isShutdown). */
+export function databaseUnavailable(error: unknown, target: Target): AppError {
+  const diagnosis = diagnose(error, target, 'CONNECT');
+  return new AppError(
+    503,
+    'DATABASE_UNAVAILABLE',
+    `${diagnosis.title}: ${sanitize(messageOf(error), target)}`,
+    { diagnosis, retryAfterSeconds: SHUTDOWN_RETRY_AFTER_S },
+    { 'Retry-After': String(SHUTDOWN_RETRY_AFTER_S) },
+  );
+}
+
 /** Stages that mean "we never got a working session". */
 export const connectionStages = new Set<Stage>(['RESOLVE', 'CONNECT', 'TLS', 'AUTH', 'DATABASE', 'TIMEOUT']);
 
 export function connectionFailed(error: unknown, target: Target): AppError {
   if (error instanceof AppError) return error;
+  if (isServerShutdown(error)) return databaseUnavailable(error, target);
   const diagnosis = diagnose(error, target, 'CONNECT');
   return new AppError(422, 'CONNECTION_FAILED', `${diagnosis.title}: ${sanitize(messageOf(error), target)}`, {
     diagnosis,

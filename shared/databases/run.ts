@@ -9,7 +9,15 @@
 import { assertPgCallsAllowed } from '../guard/postgres-catalog';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
-import { connectionStages, diagnose, factsOf, sanitize } from './diagnosis';
+import {
+  connectionStages,
+  databaseUnavailable,
+  diagnose,
+  factsOf,
+  isServerShutdown,
+  sanitize,
+} from './diagnosis';
+import { dbDeadlines } from './drivers/deadline';
 import { driverFor } from './drivers/index';
 import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
 
@@ -17,14 +25,14 @@ export const QUERY_DEFAULTS = {
   maxRows: 1000,
   maxRowsCap: 10_000,
   maxBytes: 5 * 1024 * 1024,
-  timeoutMs: 25_000,
 } as const;
 
 export function resolveOptions(opts: Partial<QueryOptions>): QueryOptions {
   const maxRows = opts.maxRows ?? QUERY_DEFAULTS.maxRows;
   if (!Number.isInteger(maxRows) || maxRows < 1 || maxRows > QUERY_DEFAULTS.maxRowsCap)
     throw validationError(`maxRows must be an integer from 1 to ${QUERY_DEFAULTS.maxRowsCap}.`);
-  const timeoutMs = opts.timeoutMs ?? QUERY_DEFAULTS.timeoutMs;
+  // Default: the configured statement timeout (LOUPE_DB_STATEMENT_TIMEOUT_MS, at most 25 s).
+  const timeoutMs = opts.timeoutMs ?? dbDeadlines().statementMs;
   if (!Number.isFinite(timeoutMs) || timeoutMs < 1)
     throw validationError('timeoutMs must be a positive number.');
   const maxBytes = opts.maxBytes ?? QUERY_DEFAULTS.maxBytes;
@@ -42,8 +50,14 @@ export async function runReadOnly(
 ): Promise<QueryResult> {
   const statement = await verifyRead(target.type, text, { allowedFunctions: target.allowedFunctions });
   const options = { ...resolveOptions(opts), readOnly: true, kind: statement.kind };
-  if (statement.pg) await assertPgCallsAllowed(target, statement.pg, (sql, o) => catalogRead(target, sql, o));
-  return runChecked(target, text, options);
+  // One deadline for the whole read: the function rule's catalog lookup (PostgreSQL) spends from it.
+  const deadline = Date.now() + options.timeoutMs;
+  const left = () => Math.max(1, deadline - Date.now());
+  if (statement.pg)
+    await assertPgCallsAllowed(target, statement.pg, (sql, o) =>
+      catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
+    );
+  return runChecked(target, text, { ...options, timeoutMs: left() });
 }
 
 /**
@@ -137,6 +151,7 @@ export function queryError(
       `The query did not finish within ${Math.round(options.timeoutMs / 1000)} s and was cancelled. Narrow it (filters, LIMIT, aggregates) or add an index.`,
       { timeoutMs: options.timeoutMs },
     );
+  if (isServerShutdown(error)) return databaseUnavailable(error, target);
   const diagnosis = diagnose(error, target, 'QUERY');
   const raw = error instanceof Error ? error.message : String(error);
   if (connectionStages.has(diagnosis.stage) && diagnosis.fault !== 'us')

@@ -83,6 +83,18 @@ const Env = z.object({
     z.coerce.number().check(z.int(), z.gte(100), z.lte(900_000)),
     300_000,
   ),
+  /** Database connect timeout (TCP, TLS, login, or waiting for a pooled connection). */
+  LOUPE_DB_CONNECT_TIMEOUT_MS: z._default(
+    z.coerce.number().check(z.int(), z.gte(500), z.lte(20_000)),
+    10_000,
+  ),
+  /** One database statement, connect included: the server's own limit and a client-side timer (504 QUERY_TIMEOUT). */
+  LOUPE_DB_STATEMENT_TIMEOUT_MS: z._default(
+    z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)),
+    25_000,
+  ),
+  /** POST /connections/{id}/test and health checks: connect and one round trip. */
+  LOUPE_DB_TEST_TIMEOUT_MS: z._default(z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)), 15_000),
   /** Multiplies the event-webhook retry delays (tests use a small fraction). */
   LOUPE_WEBHOOK_RETRY_SCALE: z._default(z.coerce.number().check(z.positive(), z.lte(10)), 1),
   /** Timeout of one event-webhook delivery attempt, connect to last byte. */

@@ -74,7 +74,12 @@ export async function createPostgresDatabase(info: DbInfo, name: string) {
 }
 
 /** Runs SQL (several statements allowed) on MariaDB as the administrator in a short-lived session. */
-export async function mariadbAdmin(info: DbInfo, database: string | undefined, sql: string) {
+export async function mariadbAdmin(info: DbInfo, database: string | undefined, sql: string): Promise<void> {
+  await mariadbRows(info, database, sql);
+}
+
+/** Runs SQL on MariaDB as the administrator in a short-lived session; returns the rows of the last statement. */
+export async function mariadbRows(info: DbInfo, database: string | undefined, sql: string): Promise<unknown> {
   const c = await mysql.createConnection({
     host: info.host,
     port: info.port,
@@ -84,7 +89,7 @@ export async function mariadbAdmin(info: DbInfo, database: string | undefined, s
     multipleStatements: true,
   });
   try {
-    await c.query(sql);
+    return (await c.query(sql))[0];
   } finally {
     await c.end();
   }

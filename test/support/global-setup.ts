@@ -1,7 +1,7 @@
 import type { TestProject } from 'vitest/node';
 import { type DbServer, startMariadb, startPostgres } from './databases';
 
-export type DbInfo = Omit<DbServer, 'stop'>;
+export type DbInfo = Omit<DbServer, 'stop' | 'faults'>;
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -12,7 +12,7 @@ declare module 'vitest' {
 }
 
 const info = (s: DbServer): DbInfo => {
-  const { stop: _stop, ...rest } = s;
+  const { stop: _stop, faults: _faults, ...rest } = s;
   return rest;
 };
 

@@ -20,7 +20,14 @@ export interface MongoWireOptions {
   errors?: Record<string, { code: number; codeName: string; errmsg: string }>;
   /** Views (listed with type "view"). */
   views?: string[];
+  /** find / aggregate on these collections close the connection instead of answering. */
+  drop?: string[];
+  /** find / aggregate on these collections are never answered (the connection stays open). */
+  hang?: string[];
 }
+
+/** Thrown by `handle` for a command that must not be answered. */
+class NoReply extends Error {}
 
 export interface MongoWireServer {
   port: number;
@@ -92,6 +99,12 @@ export async function startMongoWire(opts: MongoWireOptions = {}): Promise<Mongo
     return out;
   };
 
+  /** A scripted fault: `drop` throws (the socket is destroyed), `hang` leaves the command unanswered. */
+  const fault = (coll: string) => {
+    if (opts.drop?.includes(coll)) throw new Error(`dropping the connection on ${coll}`);
+    if (opts.hang?.includes(coll)) throw new NoReply();
+  };
+
   function handle(cmd: Document): Document {
     commands.push(cmd);
     const name = Object.keys(cmd)[0];
@@ -133,6 +146,7 @@ export async function startMongoWire(opts: MongoWireOptions = {}): Promise<Mongo
       }
       case 'find': {
         const coll = String(cmd.find);
+        fault(coll);
         const err = errorFor(coll);
         if (err) return err;
         let docs = collections[coll] ?? [];
@@ -142,6 +156,7 @@ export async function startMongoWire(opts: MongoWireOptions = {}): Promise<Mongo
       }
       case 'aggregate': {
         const coll = String(cmd.aggregate);
+        fault(coll);
         const err = errorFor(coll);
         if (err) return err;
         const docs = applyPipeline(collections[coll] ?? [], (cmd.pipeline as Document[]) ?? []);
@@ -249,8 +264,8 @@ export async function startMongoWire(opts: MongoWireOptions = {}): Promise<Mongo
         buffered = buffered.subarray(len);
         try {
           reply(socket, message);
-        } catch {
-          socket.destroy();
+        } catch (e) {
+          if (!(e instanceof NoReply)) socket.destroy();
         }
       }
     });

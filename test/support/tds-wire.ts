@@ -18,6 +18,10 @@ export type TdsResponse =
   | { columns: TdsColumn[]; rows: unknown[][] }
   | { error: { number: number; message: string; class?: number } }
   | { hang: true }
+  /** Never answered, not even the cancel (attention): a server that stopped answering. */
+  | { deaf: true }
+  /** The connection is closed instead of an answer. */
+  | { drop: true }
   /** A statement without a result set that changed this many rows (DONE with DONE_COUNT). */
   | { rowsAffected: number };
 
@@ -240,6 +244,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
     let message: Buffer[] = [];
     let resetFlag = false;
     let hanging = false;
+    let deaf = false;
     let database = 'master';
 
     const send = (type: number, payload: Buffer) => {
@@ -264,6 +269,14 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
       if (!r && /^select 1;?$/i.test(trimmed)) r = { columns: [{ name: '', type: 'int' }], rows: [[1]] };
       if (r && 'hang' in r) {
         hanging = true;
+        return;
+      }
+      if (r && 'deaf' in r) {
+        deaf = true;
+        return;
+      }
+      if (r && 'drop' in r) {
+        socket.destroy();
         return;
       }
       const end = rpc
@@ -365,6 +378,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
       }
       if (type === 0x06) {
         requests.push({ kind: 'attention' });
+        if (deaf) return;
         // A request still running gets its response ended first; the acknowledgement (DONE_ATTN)
         // is the next message, which the client waits for before the connection is usable again.
         if (hanging) send(0x04, done(0, 0, 0));
@@ -372,7 +386,7 @@ export async function startTdsWire(opts: TdsWireOptions = {}): Promise<TdsWireSe
         send(0x04, done(0x0020, 0, 0));
         return;
       }
-      if (hanging) return;
+      if (hanging || deaf) return;
       const headers = payload.readUInt32LE(0);
       const body = payload.subarray(headers);
       if (type === 0x01) {

@@ -6,3 +6,16 @@ export class QueryTimeoutError extends Error {
     this.name = 'QueryTimeoutError';
   }
 }
+
+/**
+ * Thrown by adapters when the server did not let us in (connect, TLS, login, a free pooled connection)
+ * or did not answer a connection test in time: a connection failure with a TIMEOUT diagnosis, not a
+ * statement timeout.
+ */
+export class ConnectTimeoutError extends Error {
+  readonly code = 'LOUPE_CONNECT_TIMEOUT';
+  constructor(ms: number, what = 'connecting') {
+    super(`The database server did not answer within ${ms} ms while ${what}.`);
+    this.name = 'ConnectTimeoutError';
+  }
+}

@@ -12,6 +12,8 @@ import { BSON, type Document, MongoClient, type MongoClientOptions, type Sort } 
 import { type MongoQuery, parseMongoQuery } from '../../guard/mongo';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector } from '../values';
+import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type {
   ColumnInfo,
   ConnectionTarget,
@@ -40,11 +42,17 @@ export function mongoClientArgs(target: ConnectionTarget): { url: string; option
   const url = /^mongodb(\+srv)?:\/\//i.test(target.host)
     ? target.host
     : `mongodb://${target.host.includes(':') && !target.host.startsWith('[') ? `[${target.host}]` : target.host}:${target.port ?? 27017}`;
+  const deadlines = dbDeadlines();
   const options: MongoClientOptions = {
     appName: 'loupe',
     maxPoolSize: 3,
-    serverSelectionTimeoutMS: 10_000,
-    connectTimeoutMS: 10_000,
+    // Finding a server, connecting and waiting for a free pooled connection: connect-stage timeouts.
+    serverSelectionTimeoutMS: deadlines.connectMs,
+    connectTimeoutMS: deadlines.connectMs,
+    waitQueueTimeoutMS: deadlines.connectMs,
+    // A connection that waits longer than any statement may for an answer is closed by the driver (a frozen
+    // server; the client timer in query has answered the caller by then).
+    socketTimeoutMS: deadlines.statementMs + 1_000,
     tls: target.sslEnabled,
     // Every connection resolves through the host policy and connects to the checked address.
     lookup: checkedLookup as MongoClientOptions['lookup'],
@@ -60,9 +68,13 @@ export function decodeMongoQuery(text: string): MongoQuery {
 }
 
 /** The aggregate pipeline or find options that implement the row cap (exported for tests). */
-export function mongoPlan(q: MongoQuery, opts: Pick<QueryOptions, 'maxRows' | 'timeoutMs'>) {
+export function mongoPlan(
+  q: MongoQuery,
+  opts: Pick<QueryOptions, 'maxRows' | 'timeoutMs'>,
+  deadline = Date.now() + opts.timeoutMs,
+) {
   const cap = opts.maxRows + 1;
-  const common = { maxTimeMS: Math.max(1, Math.floor(opts.timeoutMs)), batchSize: Math.min(cap, 500) };
+  const common = { maxTimeMS: serverLimitMs(deadline), batchSize: Math.min(cap, 500) };
   if ('pipeline' in q)
     return { kind: 'aggregate' as const, pipeline: [...q.pipeline, { $limit: cap }], options: common };
   return {
@@ -145,88 +157,127 @@ export function mongoDriver(target: ConnectionTarget): Driver {
     return connecting;
   };
   const db = () => client.db(target.database || undefined);
+  const deadlines = dbDeadlines();
 
   return {
     async ping() {
       const started = performance.now();
-      await ready();
-      await db().command({ ping: 1 });
-      const info = await db()
-        .command({ buildInfo: 1 })
-        .catch(() => undefined);
+      const ms = deadlines.testMs;
+      const info = await withTimer(
+        (async () => {
+          await ready();
+          await db().command({ ping: 1 });
+          return db()
+            .command({ buildInfo: 1 })
+            .catch(() => undefined);
+        })(),
+        ms,
+        () => new ConnectTimeoutError(ms, 'answering the connection test'),
+        () => {},
+      );
       return {
         latencyMs: Math.round((performance.now() - started) * 100) / 100,
         serverVersion: info?.version as string | undefined,
       };
     },
 
-    async introspect(): Promise<SchemaSnapshot> {
-      await ready();
-      const infos = (await db().listCollections({}, { nameOnly: false }).toArray())
-        .filter((c) => !c.name.startsWith('system.') && (c.type === 'collection' || c.type === 'view'))
-        .sort((a, b) => a.name.localeCompare(b.name))
-        .slice(0, MAX_COLLECTIONS);
-      const tables: TableInfo[] = [];
-      for (const info of infos) {
-        const coll = db().collection(info.name);
-        const sample = await coll
-          .aggregate([{ $sample: { size: SAMPLE_SIZE } }], { maxTimeMS: 10_000 })
-          .toArray()
-          .catch(() => [] as Document[]);
-        const estimate =
-          info.type === 'collection'
-            ? await coll.estimatedDocumentCount({ maxTimeMS: 5_000 }).catch(() => null)
-            : null;
-        const columns = inferColumns(sample);
-        tables.push({
-          name: info.name,
-          kind: info.type === 'view' ? 'view' : 'collection',
-          columns,
-          primaryKey: columns.some((c) => c.name === '_id') ? ['_id'] : [],
-          foreignKeys: [],
-          rowEstimate: estimate,
-        });
-      }
-      return { tables };
+    async introspect(opts): Promise<SchemaSnapshot> {
+      const ms = opts?.timeoutMs ?? deadlines.statementMs;
+      return withTimer(
+        introspectAll(),
+        ms,
+        () => new QueryTimeoutError(ms),
+        () => {},
+      );
     },
 
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
-      const started = performance.now();
       const q = decodeMongoQuery(text);
-      await ready();
-      const coll = db().collection(q.collection);
-      const plan = mongoPlan(q, opts);
-      const cursor =
-        plan.kind === 'aggregate'
-          ? coll.aggregate(plan.pipeline, plan.options)
-          : coll.find(plan.filter, plan.options);
-      const collector = new RowCollector(opts.maxRows, opts.maxBytes);
-      const columns: string[] = [];
-      const seen = new Set<string>();
-      try {
-        for await (const doc of cursor) {
-          const row = normalizeValue(doc) as Record<string, unknown>;
-          if (!collector.add(row)) break;
-          for (const k of Object.keys(row))
-            if (!seen.has(k)) {
-              seen.add(k);
-              columns.push(k);
-            }
-        }
-      } finally {
-        await cursor.close().catch(() => {});
-      }
-      return {
-        columns,
-        rows: collector.rows,
-        rowCount: collector.rows.length,
-        executionTime: Math.round((performance.now() - started) * 100) / 100,
-        ...(collector.truncated ? { truncated: true } : {}),
-      };
+      let cursor: { close(): Promise<void> } | undefined;
+      return withTimer(
+        queryOn(q, opts, (c) => {
+          cursor = c;
+        }),
+        opts.timeoutMs,
+        () => new QueryTimeoutError(opts.timeoutMs),
+        () => {
+          cursor?.close().catch(() => {});
+        },
+      );
     },
 
     async close() {
       await client.close().catch(() => {});
     },
   };
+
+  async function introspectAll(): Promise<SchemaSnapshot> {
+    await ready();
+    const infos = (await db().listCollections({}, { nameOnly: false }).toArray())
+      .filter((c) => !c.name.startsWith('system.') && (c.type === 'collection' || c.type === 'view'))
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .slice(0, MAX_COLLECTIONS);
+    const tables: TableInfo[] = [];
+    for (const info of infos) {
+      const coll = db().collection(info.name);
+      const sample = await coll
+        .aggregate([{ $sample: { size: SAMPLE_SIZE } }], { maxTimeMS: 10_000 })
+        .toArray()
+        .catch(() => [] as Document[]);
+      const estimate =
+        info.type === 'collection'
+          ? await coll.estimatedDocumentCount({ maxTimeMS: 5_000 }).catch(() => null)
+          : null;
+      const columns = inferColumns(sample);
+      tables.push({
+        name: info.name,
+        kind: info.type === 'view' ? 'view' : 'collection',
+        columns,
+        primaryKey: columns.some((c) => c.name === '_id') ? ['_id'] : [],
+        foreignKeys: [],
+        rowEstimate: estimate,
+      });
+    }
+    return { tables };
+  }
+
+  async function queryOn(
+    q: MongoQuery,
+    opts: QueryOptions,
+    opened: (cursor: { close(): Promise<void> }) => void,
+  ): Promise<QueryResult> {
+    const started = performance.now();
+    const deadline = Date.now() + opts.timeoutMs;
+    await ready();
+    const coll = db().collection(q.collection);
+    const plan = mongoPlan(q, opts, deadline);
+    const cursor =
+      plan.kind === 'aggregate'
+        ? coll.aggregate(plan.pipeline, plan.options)
+        : coll.find(plan.filter, plan.options);
+    opened(cursor);
+    const collector = new RowCollector(opts.maxRows, opts.maxBytes);
+    const columns: string[] = [];
+    const seen = new Set<string>();
+    try {
+      for await (const doc of cursor) {
+        const row = normalizeValue(doc) as Record<string, unknown>;
+        if (!collector.add(row)) break;
+        for (const k of Object.keys(row))
+          if (!seen.has(k)) {
+            seen.add(k);
+            columns.push(k);
+          }
+      }
+    } finally {
+      await cursor.close().catch(() => {});
+    }
+    return {
+      columns,
+      rows: collector.rows,
+      rowCount: collector.rows.length,
+      executionTime: Math.round((performance.now() - started) * 100) / 100,
+      ...(collector.truncated ? { truncated: true } : {}),
+    };
+  }
 }

@@ -15,6 +15,8 @@ import { connectInSequence } from 'tedious/lib/connector';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
+import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 export interface MssqlColumn {
@@ -57,6 +59,7 @@ export function requireTls(connection: unknown, host: string): void {
 
 /** The pool configuration for a target (exported for tests; never logged: it holds the password). */
 export function mssqlConfig(target: ConnectionTarget): sql.config {
+  const deadlines = dbDeadlines();
   return {
     ...(target.sslEnabled ? { beforeConnect: (conn: unknown) => requireTls(conn, target.host) } : {}),
     server: target.host,
@@ -64,9 +67,13 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
     database: target.database || undefined,
     user: target.username,
     password: target.password,
-    connectionTimeout: 10_000,
-    requestTimeout: 60_000,
-    pool: { max: 3, min: 0, idleTimeoutMillis: 60_000 },
+    connectionTimeout: deadlines.connectMs,
+    // tedious's own client-side timer (SQL Server has no server-side statement limit): at the timeout it
+    // sends an attention and, when the server does not acknowledge it within cancelTimeout (5 s, its default), closes the
+    // connection. Reads set their own, from the time left (query below).
+    requestTimeout: deadlines.statementMs,
+    // Waiting for a free pooled connection is part of connecting.
+    pool: { max: 3, min: 0, idleTimeoutMillis: 60_000, acquireTimeoutMillis: deadlines.connectMs },
     options: {
       encrypt: target.sslEnabled,
       trustServerCertificate: false,
@@ -250,6 +257,7 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
   const pool = new sql.ConnectionPool(mssqlConfig(target));
   resetOnCheckout(pool);
   pool.on('error', () => {});
+  const deadlines = dbDeadlines();
   let connecting: Promise<sql.ConnectionPool> | undefined;
   const ready = () => {
     if (!connecting)
@@ -263,121 +271,172 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
   return {
     async ping() {
       const started = performance.now();
-      const p = await ready();
-      const r = await p
-        .request()
-        .query<{ v: string }>("SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS v");
+      const ms = deadlines.testMs;
+      const r = await withTimer(
+        ready().then((p) =>
+          p
+            .request()
+            .query<{ v: string }>("SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS v"),
+        ),
+        ms,
+        () => new ConnectTimeoutError(ms, 'answering the connection test'),
+        () => {},
+      );
       return {
         latencyMs: Math.round((performance.now() - started) * 100) / 100,
         serverVersion: r.recordset[0]?.v,
       };
     },
 
-    async introspect() {
-      const p = await ready();
-      const tx = new sql.Transaction(p);
-      await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
-      try {
-        const q = (text: string) =>
-          new sql.Request(tx).query(text).then((r) => r.recordset as Record<string, unknown>[]);
-        const schema = String((await q('SELECT SCHEMA_NAME() AS s'))[0]?.s ?? 'dbo');
-        return buildMssqlSnapshot(
-          schema,
-          await q(MSSQL_INTROSPECTION.columns),
-          await q(MSSQL_INTROSPECTION.primaryKeys),
-          await q(MSSQL_INTROSPECTION.foreignKeys),
-          await q(MSSQL_INTROSPECTION.comments),
-        );
-      } finally {
-        await tx.rollback().catch(() => {});
-      }
+    async introspect(opts) {
+      const ms = opts?.timeoutMs ?? deadlines.statementMs;
+      return withTimer(
+        introspectOn(ms),
+        ms,
+        () => new QueryTimeoutError(ms),
+        () => {},
+      );
     },
 
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
-      const started = performance.now();
-      const readOnly = opts.readOnly !== false;
-      const p = await ready();
-      const tx = new sql.Transaction(p);
-      await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
-      const collector = new RowCollector(opts.maxRows, opts.maxBytes);
-      let columns: string[] = [];
-      let meta: MssqlColumn[] = [];
-      let affected: number | undefined;
-      let committed = false;
-      try {
-        // mssql takes a per-request timeout as a second constructor argument (not in its type definitions).
-        const RequestWithTimeout = sql.Request as unknown as new (
-          parent: sql.Transaction,
-          overrides: { requestTimeout: number },
-        ) => sql.Request;
-        const req = new RequestWithTimeout(tx, { requestTimeout: opts.timeoutMs });
-        const names = paramNames(opts.params ?? []);
-        (opts.params ?? []).forEach((v, i) => {
-          req.input(names[i], v as never);
-        });
-        req.stream = true;
-        req.arrayRowMode = true;
-        await new Promise<void>((resolve, reject) => {
-          let stopped = false;
-          let failed: unknown;
-          let settled = false;
-          // The request is finished only at 'done' (which follows 'error' in stream mode): rolling back
-          // earlier fails with "request in progress" and would leave the connection checked out.
-          const settle = () => {
-            if (settled) return;
-            settled = true;
-            if (failed) reject(failed);
-            else resolve();
-          };
-          req.on('recordset', (cols: MssqlColumn[]) => {
-            if (columns.length === 0) {
-              meta = cols;
-              columns = uniqueColumns(cols.map((c) => c.name));
-            }
-          });
-          req.on('row', (row: unknown[]) => {
-            if (stopped) return;
-            const obj: Record<string, unknown> = {};
-            columns.forEach((c, i) => {
-              obj[c] = normalizeMssqlValue(row[i], meta[i] ?? { name: c });
-            });
-            // A write (OUTPUT) runs to its end so that it can commit; only the kept rows are capped.
-            if (!collector.add(obj) && readOnly) {
-              stopped = true;
-              req.cancel();
-            }
-          });
-          req.on('error', (e: { code?: string }) => {
-            if (!(stopped && e?.code === 'ECANCEL')) failed ??= e;
-            // Safety net: settle even if a broken connection never reports 'done'.
-            setTimeout(settle, 2_000).unref();
-          });
-          req.on('done', (r: { rowsAffected?: number[] }) => {
-            affected = r?.rowsAffected?.reduce((a, b) => a + b, 0);
-            settle();
-          });
-          req.query(text);
-        });
-        if (!readOnly) {
-          await tx.commit();
-          committed = true;
-        }
-      } finally {
-        if (!committed) await tx.rollback().catch(() => {});
-      }
-      return {
-        columns,
-        rows: collector.rows,
-        rowCount:
-          !readOnly && columns.length === 0 && affected !== undefined ? affected : collector.rows.length,
-        ...(!readOnly ? { rowsAffected: affected ?? 0 } : {}),
-        executionTime: Math.round((performance.now() - started) * 100) / 100,
-        ...(collector.truncated ? { truncated: true } : {}),
-      };
+      // The client timer answers in time; tedious's requestTimeout (the time left) then cancels the
+      // statement, and closes the connection when the server does not acknowledge the cancel.
+      let tx: sql.Transaction | undefined;
+      return withTimer(
+        queryOn(text, opts, (t) => {
+          tx = t;
+        }),
+        opts.timeoutMs,
+        () => new QueryTimeoutError(opts.timeoutMs),
+        () => closeConnectionOf(tx),
+      );
     },
 
     async close() {
       await pool.close().catch(() => {});
     },
   };
+
+  async function introspectOn(ms: number): Promise<SchemaSnapshot> {
+    const p = await ready();
+    const tx = new sql.Transaction(p);
+    await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
+    try {
+      const q = (text: string) =>
+        new RequestWithTimeout(tx, { requestTimeout: ms })
+          .query(text)
+          .then((r) => r.recordset as Record<string, unknown>[]);
+      const schema = String((await q('SELECT SCHEMA_NAME() AS s'))[0]?.s ?? 'dbo');
+      return buildMssqlSnapshot(
+        schema,
+        await q(MSSQL_INTROSPECTION.columns),
+        await q(MSSQL_INTROSPECTION.primaryKeys),
+        await q(MSSQL_INTROSPECTION.foreignKeys),
+        await q(MSSQL_INTROSPECTION.comments),
+      );
+    } finally {
+      await tx.rollback().catch(() => {});
+    }
+  }
+
+  async function queryOn(
+    text: string,
+    opts: QueryOptions,
+    began: (tx: sql.Transaction) => void,
+  ): Promise<QueryResult> {
+    const started = performance.now();
+    const deadline = Date.now() + opts.timeoutMs;
+    const readOnly = opts.readOnly !== false;
+    const p = await ready();
+    const tx = new sql.Transaction(p);
+    began(tx);
+    await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
+    const collector = new RowCollector(opts.maxRows, opts.maxBytes);
+    let columns: string[] = [];
+    let meta: MssqlColumn[] = [];
+    let affected: number | undefined;
+    let committed = false;
+    try {
+      const req = new RequestWithTimeout(tx, { requestTimeout: serverLimitMs(deadline) });
+      const names = paramNames(opts.params ?? []);
+      (opts.params ?? []).forEach((v, i) => {
+        req.input(names[i], v as never);
+      });
+      req.stream = true;
+      req.arrayRowMode = true;
+      await new Promise<void>((resolve, reject) => {
+        let stopped = false;
+        let failed: unknown;
+        let settled = false;
+        // The request is finished only at 'done' (which follows 'error' in stream mode): rolling back
+        // earlier fails with "request in progress" and would leave the connection checked out.
+        const settle = () => {
+          if (settled) return;
+          settled = true;
+          if (failed) reject(failed);
+          else resolve();
+        };
+        req.on('recordset', (cols: MssqlColumn[]) => {
+          if (columns.length === 0) {
+            meta = cols;
+            columns = uniqueColumns(cols.map((c) => c.name));
+          }
+        });
+        req.on('row', (row: unknown[]) => {
+          if (stopped) return;
+          const obj: Record<string, unknown> = {};
+          columns.forEach((c, i) => {
+            obj[c] = normalizeMssqlValue(row[i], meta[i] ?? { name: c });
+          });
+          // A write (OUTPUT) runs to its end so that it can commit; only the kept rows are capped.
+          if (!collector.add(obj) && readOnly) {
+            stopped = true;
+            req.cancel();
+          }
+        });
+        req.on('error', (e: { code?: string }) => {
+          if (!(stopped && e?.code === 'ECANCEL')) failed ??= e;
+          // Safety net: settle even if a broken connection never reports 'done'.
+          setTimeout(settle, 2_000).unref();
+        });
+        req.on('done', (r: { rowsAffected?: number[] }) => {
+          affected = r?.rowsAffected?.reduce((a, b) => a + b, 0);
+          settle();
+        });
+        req.query(text);
+      });
+      if (!readOnly) {
+        await tx.commit();
+        committed = true;
+      }
+    } finally {
+      if (!committed) await tx.rollback().catch(() => {});
+    }
+    return {
+      columns,
+      rows: collector.rows,
+      rowCount:
+        !readOnly && columns.length === 0 && affected !== undefined ? affected : collector.rows.length,
+      ...(!readOnly ? { rowsAffected: affected ?? 0 } : {}),
+      executionTime: Math.round((performance.now() - started) * 100) / 100,
+      ...(collector.truncated ? { truncated: true } : {}),
+    };
+  }
+}
+
+/** mssql takes a per-request timeout as a second constructor argument (not in its type definitions). */
+const RequestWithTimeout = sql.Request as unknown as new (
+  parent: sql.Transaction,
+  overrides: { requestTimeout: number },
+) => sql.Request;
+
+/** Closes the socket of the connection a transaction holds (the pool then discards it). */
+function closeConnectionOf(tx: sql.Transaction | undefined): void {
+  const conn = (tx as unknown as { _acquiredConnection?: { close?(): void } } | undefined)
+    ?._acquiredConnection;
+  try {
+    conn?.close?.();
+  } catch {
+    // already closed
+  }
 }

@@ -14,10 +14,14 @@ import mysql from 'mysql2';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { QueryTimeoutError } from './errors';
+import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
-type Conn = mysql.PoolConnection;
+type Conn = mysql.PoolConnection & { loupeBroken?: Error };
+
+/** How long the reset that ends a session may take before the connection is destroyed instead. */
+const CLEANUP_MS = 2_000;
 
 interface Flavor {
   mariadb: boolean;
@@ -60,15 +64,23 @@ export const resetSession = (c: Conn) =>
   );
 
 async function resetAndRelease(c: Conn): Promise<void> {
+  if (c.loupeBroken) return c.destroy();
   try {
-    await resetSession(c);
-    c.release();
+    await withTimer(
+      resetSession(c),
+      CLEANUP_MS,
+      () => new Error('reset timed out'),
+      () => c.destroy(),
+    );
+    if (c.loupeBroken) c.destroy();
+    else c.release();
   } catch {
     c.destroy();
   }
 }
 
 export function mysqlDriver(target: ConnectionTarget): Driver {
+  const deadlines = dbDeadlines();
   const pool = mysql.createPool({
     host: target.host,
     port: target.port ?? 3306,
@@ -83,7 +95,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     connectionLimit: 3,
     maxIdle: 3,
     idleTimeout: 60_000,
-    connectTimeout: 10_000,
+    connectTimeout: deadlines.connectMs,
     supportBigNumbers: true,
     bigNumberStrings: true,
     dateStrings: true,
@@ -93,9 +105,49 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     typeCast,
   });
   let flavor: Flavor | undefined;
+  // mysql2's pool listens for a connection's first 'error' only (once), and a connection can emit more
+  // (a write after the server closed it: "Can't write in closed state"); an unheard 'error' would end the
+  // process. Every connection gets a listener for its whole life, which marks it broken: the checkout
+  // that holds it destroys it instead of returning it to the pool.
+  pool.on('connection', (c) => {
+    c.on('error', (e: Error) => {
+      (c as Conn).loupeBroken ??= e;
+    });
+  });
 
-  const getConnection = () =>
-    new Promise<Conn>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
+  /**
+   * A pooled connection within the connect timeout: a new connection's handshake (mysql2 connectTimeout)
+   * and the wait for a free one when all are busy (mysql2's pool would wait forever). One that arrives
+   * after we gave up goes back to the pool.
+   */
+  const getConnection = (): Promise<Conn> => {
+    let abandoned = false;
+    const p = new Promise<Conn>((resolve, reject) =>
+      pool.getConnection((err, c) => (err ? reject(err) : resolve(c))),
+    );
+    p.then(
+      (c) => {
+        if (abandoned) c.release();
+      },
+      () => {},
+    );
+    const ms = deadlines.connectMs;
+    return withTimer(
+      p,
+      ms,
+      () => new ConnectTimeoutError(ms, 'waiting for a connection'),
+      () => {
+        abandoned = true;
+      },
+    );
+  };
+
+  /** `work(c)` within `deadline`; when it runs out the connection is destroyed and `timeout()` thrown. */
+  const bounded = <T>(c: Conn, deadline: number, timeout: () => Error, work: () => Promise<T>) =>
+    withTimer(Promise.resolve().then(work), deadline - Date.now(), timeout, () => {
+      c.loupeBroken ??= new Error('destroyed');
+      c.destroy();
+    });
   const run = (c: Conn, sql: string, values?: unknown[]) =>
     new Promise<unknown[]>((resolve, reject) =>
       c.query({ sql, values }, (err, rows) => (err ? reject(err) : resolve(rows as unknown[]))),
@@ -108,11 +160,14 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     return flavor;
   };
 
-  async function withConnection<T>(fn: (c: Conn) => Promise<T>): Promise<T> {
+  async function withConnection<T>(
+    limit: { deadline: number; timeout: () => Error },
+    fn: (c: Conn) => Promise<T>,
+  ): Promise<T> {
     const c = await getConnection();
     let destroy = false;
     try {
-      return await fn(c);
+      return await bounded(c, limit.deadline, limit.timeout, () => fn(c));
     } catch (e) {
       destroy = true;
       throw e;
@@ -125,16 +180,23 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
   return {
     async ping() {
       const started = performance.now();
-      const f = await withConnection(async (c) => {
+      const ms = deadlines.testMs;
+      const limit = {
+        deadline: Date.now() + ms,
+        timeout: () => new ConnectTimeoutError(ms, 'answering the connection test'),
+      };
+      const f = await withConnection(limit, async (c) => {
         await run(c, 'SELECT 1');
         return flavorOf(c);
       });
       return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: f.version };
     },
 
-    async introspect() {
-      return withConnection(async (c) => {
-        await run(c, sessionSetup(await flavorOf(c), 60_000));
+    async introspect(opts) {
+      const ms = opts?.timeoutMs ?? deadlines.statementMs;
+      const deadline = Date.now() + ms;
+      return withConnection({ deadline, timeout: () => new QueryTimeoutError(ms) }, async (c) => {
+        await run(c, sessionSetup(await flavorOf(c), serverLimitMs(deadline)));
         await run(c, 'START TRANSACTION READ ONLY');
         const snapshot = await introspect(c, run, target.database);
         await run(c, 'ROLLBACK');
@@ -145,6 +207,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
       const readOnly = opts.readOnly !== false;
+      const deadline = Date.now() + opts.timeoutMs;
       const c = await getConnection();
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       let columns: string[] = [];
@@ -152,58 +215,80 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       let returned = 0;
       let reusable = false;
       try {
-        await run(c, sessionSetup(await flavorOf(c), opts.timeoutMs));
-        await run(c, readOnly ? 'START TRANSACTION READ ONLY' : 'START TRANSACTION');
-        const stoppedEarly = await new Promise<boolean>((resolve, reject) => {
-          let settled = false;
-          // With parameters: a server-side prepared statement (values bound, never spliced into the text).
-          const command = {
-            sql: text,
-            values: opts.params,
-            rowsAsArray: true,
-            timeout: opts.timeoutMs + 5_000,
-          };
-          const q = opts.params?.length ? c.execute(command) : c.query(command);
-          q.on('fields', (fields: { name: string }[] | undefined) => {
-            if (fields) columns = uniqueColumns(fields.map((f) => f.name));
-          });
-          q.on('result', (row: unknown) => {
-            if (settled) return;
-            if (!Array.isArray(row)) {
-              affected = (row as { affectedRows?: number }).affectedRows;
-              return;
+        await bounded(
+          c,
+          deadline,
+          () => new QueryTimeoutError(opts.timeoutMs),
+          async () => {
+            await run(c, sessionSetup(await flavorOf(c), serverLimitMs(deadline)));
+            await run(c, readOnly ? 'START TRANSACTION READ ONLY' : 'START TRANSACTION');
+            let done = () => {};
+            const stoppedEarly = await new Promise<boolean>((resolve, reject) => {
+              let settled = false;
+              // With parameters: a server-side prepared statement (values bound, never spliced into the text).
+              const command = {
+                sql: text,
+                values: opts.params,
+                rowsAsArray: true,
+              };
+              const q = opts.params?.length ? c.execute(command) : c.query(command);
+              q.on('fields', (fields: { name: string }[] | undefined) => {
+                if (fields) columns = uniqueColumns(fields.map((f) => f.name));
+              });
+              q.on('result', (row: unknown) => {
+                if (settled) return;
+                if (!Array.isArray(row)) {
+                  affected = (row as { affectedRows?: number }).affectedRows;
+                  return;
+                }
+                returned++;
+                // A write (RETURNING) runs to its end so that it can commit; only the kept rows are capped.
+                if (!collector.add(rowOf(columns, row)) && readOnly) {
+                  settled = true;
+                  c.pause();
+                  resolve(true);
+                }
+              });
+              q.on('error', (err: Error) => {
+                if (!settled) {
+                  settled = true;
+                  reject(err);
+                }
+              });
+              q.on('end', () => {
+                if (!settled) {
+                  settled = true;
+                  resolve(false);
+                }
+              });
+              // mysql2 tells a streaming query (no callback) nothing when the connection fails: the
+              // failure is emitted on the connection only. Without this the read would wait for the timer.
+              const lost = (err?: Error) => {
+                if (settled) return;
+                settled = true;
+                reject(
+                  err ??
+                    Object.assign(new Error('Connection lost: The server closed the connection.'), {
+                      code: 'PROTOCOL_CONNECTION_LOST',
+                    }),
+                );
+              };
+              const onEnd = () => lost();
+              c.on('error', lost);
+              c.on('end', onEnd);
+              done = () => {
+                c.off('error', lost);
+                c.off('end', onEnd);
+              };
+            }).finally(() => done());
+            if (!stoppedEarly) {
+              // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
+              // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
+              if (!readOnly) await run(c, 'COMMIT');
+              reusable = readOnly;
             }
-            returned++;
-            // A write (RETURNING) runs to its end so that it can commit; only the kept rows are capped.
-            if (!collector.add(rowOf(columns, row)) && readOnly) {
-              settled = true;
-              c.pause();
-              resolve(true);
-            }
-          });
-          q.on('error', (err: Error) => {
-            if (!settled) {
-              settled = true;
-              reject(err);
-            }
-          });
-          q.on('end', () => {
-            if (!settled) {
-              settled = true;
-              resolve(false);
-            }
-          });
-        });
-        if (!stoppedEarly) {
-          // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
-          // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
-          if (!readOnly) await run(c, 'COMMIT');
-          reusable = readOnly;
-        }
-      } catch (e) {
-        if ((e as { code?: string }).code === 'PROTOCOL_SEQUENCE_TIMEOUT')
-          throw new QueryTimeoutError(opts.timeoutMs);
-        throw e;
+          },
+        );
       } finally {
         // A connection with unread rows or an unknown state is closed; the server then rolls back.
         if (reusable) await resetAndRelease(c);

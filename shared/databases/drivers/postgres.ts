@@ -19,7 +19,8 @@ import pg from 'pg';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { QueryTimeoutError } from './errors';
+import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 const { Pool, types } = pg;
@@ -116,7 +117,24 @@ const CURSOR_PREFIX = 'DECLARE loupe_cursor NO SCROLL CURSOR FOR ';
 /** Removes trailing semicolons (and whitespace) so the statement can follow DECLARE … FOR. */
 export const withoutTrailingSemicolons = (text: string) => text.replace(/[\s;]+$/, '');
 
+/** Postgres faults after which a session cannot be reused: the server ended it, or the socket failed. */
+const isFatal = (e: unknown) => {
+  const err = e as { severity?: unknown; code?: unknown; message?: unknown };
+  return (
+    err?.severity === 'FATAL' ||
+    err?.severity === 'PANIC' ||
+    (typeof err?.code === 'string' && /^(08|57P)/.test(err.code)) ||
+    /Query read timeout|Connection terminated|not queryable|ECONNRESET|EPIPE/i.test(String(err?.message))
+  );
+};
+
+type Client = pg.PoolClient & { loupeBroken?: Error };
+
+/** How long the statements that close a session (ROLLBACK, DISCARD ALL) may take before it is destroyed. */
+const CLEANUP_MS = 2_000;
+
 export function postgresDriver(target: ConnectionTarget): Driver {
+  const deadlines = dbDeadlines();
   const pool = new Pool({
     host: target.host,
     port: target.port ?? 5432,
@@ -128,7 +146,9 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     stream: () => checkedSocket(),
     max: 3,
     idleTimeoutMillis: 60_000,
-    connectionTimeoutMillis: 10_000,
+    // Connecting, and waiting for a free client when all are busy (pg-pool: "timeout exceeded when trying
+    // to connect"): both are connect-stage timeouts (422 CONNECTION_FAILED, TIMEOUT diagnosis).
+    connectionTimeoutMillis: deadlines.connectMs,
     application_name: 'loupe',
     types: typeParsers,
     // Queries are written as soon as they are issued (a read's first three go out together, see query).
@@ -136,53 +156,90 @@ export function postgresDriver(target: ConnectionTarget): Driver {
   } as pg.PoolConfig);
   // An idle client that loses its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
+  // pg emits 'error' on a client whose socket fails or whose server ends the session (57P01 on shutdown),
+  // checked out or not, and after it was destroyed: without a listener that is an uncaught exception that
+  // ends the process. Every client gets one for its whole life; it marks the client broken, so the
+  // checkout that holds it destroys it instead of returning it to the pool.
+  pool.on('connect', (client) => {
+    client.on('error', (e) => {
+      (client as Client).loupeBroken ??= e;
+    });
+  });
+
+  /** Ends a client's socket at once (a frozen server would never answer pg's polite Terminate). */
+  const destroy = (client: Client) => {
+    client.loupeBroken ??= new Error('destroyed');
+    (client as unknown as { connection?: { stream?: { destroy?(): void } } }).connection?.stream?.destroy?.();
+  };
 
   /**
    * Runs `fn` on a pooled client. `fn` may hand over the statement that ends its transaction with
    * `releaseAfter` (its last step) instead of awaiting it: the client then returns to the pool when that
    * statement completes, and is discarded if it fails.
    */
+  /**
+   * `fn` on a pooled client, within `limit`: when it runs out (a frozen server, a black hole) the
+   * client's socket is destroyed, `limit.timeout()` is thrown, and the client is discarded.
+   */
   async function withClient<T>(
+    limit: { deadline: number; timeout: () => Error },
     fn: (c: pg.PoolClient, releaseAfter: (closing: Promise<unknown>) => void) => Promise<T>,
   ): Promise<T> {
-    const client = await pool.connect();
+    const connectStarted = Date.now();
+    const client = (await pool.connect()) as Client;
     let broken: Error | undefined;
     let closing: Promise<unknown> | undefined;
     let reset: Promise<unknown> | undefined;
+    // Within the deadline, statements that end a session are bounded too: a session that cannot be closed
+    // in time is destroyed.
+    const bounded = (p: Promise<unknown>) =>
+      withTimer(
+        p,
+        CLEANUP_MS,
+        () => new Error('cleanup timed out'),
+        () => destroy(client),
+      );
     try {
-      return await fn(client, (p) => {
-        closing = p;
-        // Pipelined behind the statement that closes the transaction (in the same socket write when the
-        // caller corks): no extra round trip.
-        reset = client.query(RESET_SESSION);
-        reset.catch(() => {});
-      });
+      if (Date.now() >= limit.deadline) throw new ConnectTimeoutError(Date.now() - connectStarted);
+      const work = Promise.resolve().then(() =>
+        fn(client, (p) => {
+          closing = p;
+          // Pipelined behind the statement that closes the transaction (in the same socket write when the
+          // caller corks): no extra round trip.
+          reset = client.query(RESET_SESSION);
+          reset.catch(() => {});
+        }),
+      );
+      return await withTimer(work, limit.deadline - Date.now(), limit.timeout, () => destroy(client));
     } catch (e) {
       broken = e as Error;
       throw e;
     } finally {
-      // A client whose transaction could not be closed is discarded, not returned to the pool. After a
-      // client-side read timeout the server may still be busy with the statement: discard at once.
-      // Every other client is reset before it goes back (DISCARD ALL: advisory locks, settings,
-      // temporary tables, prepared statements, LISTEN); one whose reset fails is discarded.
-      if (broken && /Query read timeout|Connection terminated/i.test(broken.message)) client.release(true);
-      else if (broken) {
+      // A client whose session failed (socket error, server shutdown, our timer) is destroyed, not returned
+      // to the pool. A client whose transaction could not be closed is discarded too. Every other client is
+      // reset before it goes back (DISCARD ALL: advisory locks, settings, temporary tables, prepared
+      // statements, LISTEN); one whose reset fails is discarded.
+      if (client.loupeBroken || (broken && isFatal(broken))) {
+        destroy(client);
+        client.release(true);
+      } else if (broken) {
         try {
-          await client.query('ROLLBACK');
-          await client.query(RESET_SESSION);
+          await bounded(client.query('ROLLBACK'));
+          await bounded(client.query(RESET_SESSION));
           client.release();
         } catch {
           client.release(true);
         }
       } else if (closing) {
-        Promise.all([closing, reset]).then(
-          () => client.release(),
+        bounded(Promise.all([closing, reset])).then(
+          () => (client.loupeBroken ? client.release(true) : client.release()),
           () => client.release(true),
         );
       } else {
         try {
-          await client.query(RESET_SESSION);
-          client.release();
+          await bounded(client.query(RESET_SESSION));
+          if (client.loupeBroken) client.release(true);
+          else client.release();
         } catch {
           client.release(true);
         }
@@ -193,17 +250,24 @@ export function postgresDriver(target: ConnectionTarget): Driver {
   return {
     async ping() {
       const started = performance.now();
-      const version = await withClient(async (c) => {
+      const ms = deadlines.testMs;
+      const limit = {
+        deadline: Date.now() + ms,
+        timeout: () => new ConnectTimeoutError(ms, 'answering the connection test'),
+      };
+      const version = await withClient(limit, async (c) => {
         const r = await c.query<{ server_version: string }>('SHOW server_version');
         return r.rows[0]?.server_version;
       });
       return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: version };
     },
 
-    async introspect() {
-      return withClient(async (c) => {
+    async introspect(opts) {
+      const ms = opts?.timeoutMs ?? deadlines.statementMs;
+      const deadline = Date.now() + ms;
+      return withClient({ deadline, timeout: () => new QueryTimeoutError(ms) }, async (c) => {
         await c.query('BEGIN READ ONLY');
-        await c.query(`SET LOCAL statement_timeout = 60000`);
+        await c.query(`SET LOCAL statement_timeout = ${serverLimitMs(deadline)}`);
         const snapshot = await introspect(c);
         await c.query('ROLLBACK');
         return snapshot;
@@ -216,22 +280,21 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       const deadline = Date.now() + opts.timeoutMs;
       const statement = withoutTrailingSemicolons(text);
       const values = opts.params ?? [];
-      const result = await withClient(async (c, releaseAfter) => {
-        const clientTimeout = opts.timeoutMs + 5_000;
+      const limit = { deadline, timeout: () => new QueryTimeoutError(opts.timeoutMs) };
+      const result = await withClient(limit, async (c, releaseAfter) => {
         const kind = opts.kind ?? 'select';
         const collector = new RowCollector(opts.maxRows, opts.maxBytes);
         let columns: string[] = [];
         let rowCount: number | undefined;
         // Our own fixed text, one simple-query message (never user SQL).
         const beginText =
-          `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(opts.timeoutMs))}; ` +
+          `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ` +
           `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`;
         if (readOnly && (kind === 'select' || kind === 'values')) {
           const fetch = (want: number) =>
             c.query({
               text: `FETCH ${want} FROM loupe_cursor`,
               rowMode: 'array',
-              query_timeout: clientTimeout,
             } as pg.QueryConfig);
           let batch = 50;
           let want = Math.min(batch, opts.maxRows + 1);
@@ -246,7 +309,6 @@ export function postgresDriver(target: ConnectionTarget): Driver {
               text: CURSOR_PREFIX + statement,
               values,
               queryMode: 'extended',
-              query_timeout: clientTimeout,
             } as pg.QueryConfig),
             fetch(want),
           ]);
@@ -272,7 +334,6 @@ export function postgresDriver(target: ConnectionTarget): Driver {
             values,
             rowMode: 'array',
             queryMode: 'extended',
-            query_timeout: clientTimeout,
           } as pg.QueryConfig);
           columns = uniqueColumns((r.fields ?? []).map((f) => f.name));
           for (const row of (r.rows ?? []) as unknown[][]) if (!collector.add(rowOf(columns, row))) break;

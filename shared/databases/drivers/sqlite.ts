@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { AppError } from '../../platform/errors';
 import { realSqlitePath, sqliteSource } from '../sqlite-source';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
+import { dbDeadlines } from './deadline';
 import { QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot } from './types';
 
@@ -336,7 +337,8 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
       children.delete(c);
       if (child === c) {
         child = undefined;
-        failAll(new Error('The SQLite process stopped.'));
+        // Killed or crashed (not by our timer, which forgets it first): the statement's session is lost.
+        failAll(Object.assign(new Error('The SQLite process stopped.'), { code: 'LOUPE_SQLITE_STOPPED' }));
       }
     });
     child = c;
@@ -366,13 +368,13 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
     async ping() {
       const started = performance.now();
       const path = await sqliteFilePath(target.database, target.orgId);
-      const r = await call<{ v: string }>({ op: 'ping', path }, 15_000);
+      const r = await call<{ v: string }>({ op: 'ping', path }, dbDeadlines().testMs);
       return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: r?.v };
     },
 
-    async introspect(): Promise<SchemaSnapshot> {
+    async introspect(opts): Promise<SchemaSnapshot> {
       const path = await sqliteFilePath(target.database, target.orgId);
-      return call<SchemaSnapshot>({ op: 'introspect', path }, 60_000);
+      return call<SchemaSnapshot>({ op: 'introspect', path }, opts?.timeoutMs ?? dbDeadlines().statementMs);
     },
 
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {

@@ -83,7 +83,8 @@ export interface SchemaSnapshot {
 export interface Driver {
   /** Opens (or reuses) the pool and runs a trivial round trip. */
   ping(): Promise<{ latencyMs: number; serverVersion?: string }>;
-  introspect(): Promise<SchemaSnapshot>;
+  /** Reads the schema within `timeoutMs` (default: the statement timeout, LOUPE_DB_STATEMENT_TIMEOUT_MS). */
+  introspect(opts?: { timeoutMs?: number }): Promise<SchemaSnapshot>;
   query(text: string, opts: QueryOptions): Promise<QueryResult>;
   close(): Promise<void>;
 }
