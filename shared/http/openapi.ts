@@ -1,11 +1,15 @@
 import * as z from 'zod/mini';
 import type { EndpointSpec } from './endpoint';
+import { closeObjects } from './strict';
 
+/** Request schemas (`io: 'input'`) are strict: every object says `additionalProperties: false`. */
 const jsonSchema = (s: z.core.$ZodType, io: 'input' | 'output') => {
-  const out = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
+  const out = z.toJSONSchema(s, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    ...(io === 'input' ? { override: closeObjects } : {}),
+  }) as Record<string, unknown>;
   delete out.$schema;
   return out;
 };
