@@ -68,10 +68,6 @@ const MANAGED_HEADERS = new Set([
   'http2-settings',
 ]);
 
-/** Query parameters that look like secrets are refused in the URL: a credential carries secrets. */
-const SECRET_QUERY =
-  /(secret|token|password|passwd|api[-_]?key|apikey|signature|^sig$|^key$|^auth$|^access[-_]?key)/i;
-
 const noLineBreaks = (s: string) => !/[\r\n\0]/.test(s);
 
 const headerSchema = z.strictObject({
@@ -277,6 +273,5 @@ export const EmailConfigSchema = z
 
 export type EmailActionConfig = z.infer<typeof EmailConfigSchema>;
 
-export function secretQueryParameters(url: URL): string[] {
-  return [...new Set([...url.searchParams.keys()].filter((k) => SECRET_QUERY.test(k)))];
-}
+/** Query parameters that look like secrets are refused in the URL: a credential carries secrets. */
+export { secretQueryParameters } from '../../outbound/secret-query';
