@@ -1,5 +1,6 @@
 import type { AuthContext } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
+import { assertCredentialsUsable } from '../credentials/access';
 import { pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { config } from '../platform/config';
@@ -8,7 +9,13 @@ import { AppError, isAppError, notFound } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
-import { type ActionAttempt, type DeliverOutcome, deliverAction, type StepOutput } from './actions';
+import {
+  type ActionAttempt,
+  credentialIdsOf,
+  type DeliverOutcome,
+  deliverAction,
+  type StepOutput,
+} from './actions';
 import { scheduledMinute } from './schedule';
 import {
   type Definition,
@@ -219,6 +226,7 @@ export async function executeRun(req: RunRequest) {
       const outcome: DeliverOutcome = await beforeDeadline(
         deliverAction({
           orgId: w.orgId,
+          userId: ctx.userId,
           runId: run.id,
           workflow: { id: w.id, name: d.name },
           scheduledFor: req.scheduledFor,
@@ -400,6 +408,8 @@ export async function testAction(
   const w = await findWorkflow(ctx, id);
   const action = w.draft.actions.find((a) => a.order === order);
   if (!action) throw notFound('Workflow action');
+  // The caller must be allowed to send the action's credential (403 before any step runs).
+  await assertCredentialsUsable(ctx, credentialIdsOf(action.type, action.config));
   if (confirmDelivery !== true)
     throw new AppError(
       428,

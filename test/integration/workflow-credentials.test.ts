@@ -109,6 +109,7 @@ describe('workflow credentials', () => {
         name: `cred ${kind}`,
         kind,
         allowedHosts: [receiver.hostname],
+        sharedWithMembers: false,
         hasSecret: true,
         lastTestedAt: null,
         lastTestStatus: null,
