@@ -8,7 +8,7 @@ import { closeDriver } from './drivers';
 import type { DbType } from './drivers/types';
 import type { isOtherDenied } from './guard/functions';
 import { dropCachedSchema } from './schema-store';
-import { SqliteSourceRefused, sqliteSource } from './sqlite-source';
+import { realSqlitePath, SqliteSourceRefused, sqliteSource } from './sqlite-source';
 import {
   type ConnectionRecord,
   connectionStore,
@@ -122,14 +122,19 @@ export function settingsIssues(s: Settings, denied: typeof isOtherDenied): Issue
 /** Lower-cased (the servers compare function names without case), without repeats. */
 const uniqueNames = (names: string[] | undefined) => [...new Set((names ?? []).map((n) => n.toLowerCase()))];
 
-/** A SQLite source outside the organization's area is 400 at save time (checked lexically, never on disk). */
-function sqliteSourceIssues(orgId: string, s: Settings): Issue[] {
+/**
+ * A SQLite source outside the organization's area is 400 at save time: checked lexically, then a local
+ * file's symlinks are resolved (a link leading outside, or dangling, is refused with the text opening
+ * gives; a missing file is not a save problem).
+ */
+async function sqliteSourceIssues(orgId: string, s: Settings): Promise<Issue[]> {
   if (s.type !== 'SQLITE' || !s.database) return [];
   try {
-    sqliteSource(orgId, s.database);
+    const source = sqliteSource(orgId, s.database);
+    if (source.kind === 'file') await realSqlitePath(orgId, source.path);
     return [];
   } catch (e) {
-    if (!(e instanceof SqliteSourceRefused)) throw e;
+    if (!(e instanceof SqliteSourceRefused)) return [];
     return [{ path: 'body.database', message: e.message, code: 'custom' }];
   }
 }
@@ -166,7 +171,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     allowedFunctions: uniqueNames(body.allowedFunctions),
   };
   issues.push(...settingsIssues(settings, (await import('./guard/functions')).isOtherDenied));
-  if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, settings));
+  if (!issues.length) issues.push(...(await sqliteSourceIssues(ctx.orgId, settings)));
   if (issues.length) throw fail(issues);
   const id = newId();
   const now = nowIso();
@@ -223,7 +228,7 @@ export async function updateConnection(
           : uniqueNames(body.allowedFunctions),
     };
     issues.push(...settingsIssues(next, (await import('./guard/functions')).isOtherDenied));
-    if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, next));
+    if (!issues.length) issues.push(...(await sqliteSourceIssues(ctx.orgId, next)));
     if (issues.length) throw fail(issues);
 
     const identityChanged =
