@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { HEADER_VALUE } from '../../outbound';
 import { templateProblems } from './template';
 
 /**
@@ -91,8 +92,8 @@ const headerSchema = z.strictObject({
       z.refine((v) => v.length > 0, 'a header value is required'),
       z.refine((v) => v.length <= LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`),
       z.refine(
-        (v) => !/[^\t\x20-\x7e\x80-\xff]/.test(v),
-        'a header value is printable Latin-1 text: no CR, LF, NUL, other control characters or characters above U+00FF',
+        (v) => HEADER_VALUE.test(v),
+        'a header value is printable Latin-1 text: no control characters (C0 such as TAB, CR, LF, NUL; DEL; C1 such as U+0085) and no characters above U+00FF (such as U+2028, U+2029)',
       ),
     ),
 });
