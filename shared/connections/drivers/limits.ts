@@ -31,3 +31,52 @@ export function memoryLimit(limitBytes: number): AppError {
     { limitBytes },
   );
 }
+
+/** The longest wire message (a row) a read accepts: one value at the bound plus the row's framing. */
+export const MESSAGE_LIMIT_BYTES = VALUE_LIMIT_BYTES + 64 * 1024;
+
+interface Readable {
+  emit(event: string | symbol, ...args: unknown[]): boolean;
+  destroy(error?: Error): unknown;
+}
+
+/**
+ * Watches the PostgreSQL backend messages arriving on a connected client's stream (plain or TLS, after
+ * start-up, so that chunks begin at a message boundary): a message whose length header says it is longer
+ * than `limit` destroys the stream with VALUE_TOO_LARGE before its body is read, so the client never
+ * buffers it (the server's backend stops when the socket closes). Each message is a type byte and a
+ * 4-byte big-endian length that counts itself.
+ */
+export function limitPostgresMessages(stream: Readable, limit = MESSAGE_LIMIT_BYTES): void {
+  const header = Buffer.alloc(5);
+  let have = 0; // bytes of the current header read so far
+  let skip = 0; // body bytes of the current message still to pass
+  const emit = stream.emit;
+  stream.emit = function (this: Readable, event: string | symbol, ...args: unknown[]) {
+    if (event === 'data' && Buffer.isBuffer(args[0])) {
+      const chunk = args[0];
+      let i = 0;
+      while (i < chunk.length) {
+        if (skip > 0) {
+          const n = Math.min(skip, chunk.length - i);
+          skip -= n;
+          i += n;
+          continue;
+        }
+        const n = Math.min(5 - have, chunk.length - i);
+        chunk.copy(header, have, i, i + n);
+        have += n;
+        i += n;
+        if (have < 5) break;
+        have = 0;
+        const length = header.readUInt32BE(1);
+        if (length - 4 > limit) {
+          stream.destroy(valueTooLarge());
+          return false;
+        }
+        skip = length - 4;
+      }
+    }
+    return emit.call(this, event, ...args);
+  } as Readable['emit'];
+}

@@ -20,6 +20,7 @@ import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
 import { QueryTimeoutError } from './errors';
+import { limitPostgresMessages } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 const { Pool, types } = pg;
@@ -136,6 +137,17 @@ export function postgresDriver(target: ConnectionTarget): Driver {
   } as pg.PoolConfig);
   // An idle client that loses its server must not crash the process; the next checkout reconnects.
   pool.on('error', () => {});
+  // One read holds at most one bounded message: a longer row (a huge value) ends the connection with
+  // VALUE_TOO_LARGE before it is buffered (limits.ts).
+  pool.on('connect', (client) => {
+    const stream = (
+      client as unknown as { connection?: { stream?: Parameters<typeof limitPostgresMessages>[0] } }
+    ).connection?.stream;
+    if (stream) limitPostgresMessages(stream);
+    // The error reaches the running query (pg rejects every pending one); the client's own 'error'
+    // event, unheard while it is checked out, would otherwise end the process.
+    client.on('error', () => {});
+  });
 
   /**
    * Runs `fn` on a pooled client. `fn` may hand over the statement that ends its transaction with
