@@ -16,14 +16,17 @@ describe.skipIf(process.platform !== 'linux')('memory one read may take, on the 
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    server = await spawnLocalServer({ LOUPE_DEMO_DATA: 'true', LOUPE_LOCAL_INSTANCES: '0', LOUPE_LOG_LEVEL: 'ERROR' }, async (s) => {
-      const r = await s.call('GET', '/connections');
-      if (!r.ok) return false;
-      const list = (await r.json()) as { data: { id: string; name: string; isActive: boolean }[] };
-      const demo = list.data.find((c) => c.name === 'Demo SaaS (SQLite)' && c.isActive);
-      if (demo) ids.SQLITE = demo.id;
-      return !!demo;
-    });
+    server = await spawnLocalServer(
+      { LOUPE_DEMO_DATA: 'true', LOUPE_LOCAL_INSTANCES: '0', LOUPE_LOG_LEVEL: 'ERROR' },
+      async (s) => {
+        const r = await s.call('GET', '/connections');
+        if (!r.ok) return false;
+        const list = (await r.json()) as { data: { id: string; name: string; isActive: boolean }[] };
+        const demo = list.data.find((c) => c.name === 'Demo SaaS (SQLite)' && c.isActive);
+        if (demo) ids.SQLITE = demo.id;
+        return !!demo;
+      },
+    );
     const create = async (body: Record<string, unknown>) => {
       const r = await server.call('POST', '/connections', body);
       const json = (await r.json()) as { data: { id: string } };
@@ -65,15 +68,19 @@ describe.skipIf(process.platform !== 'linux')('memory one read may take, on the 
     ['POSTGRES', "SELECT repeat('x', 200000000)"],
     ['MARIADB', "SELECT REPEAT('x', 500000000)"],
   ];
-  it.each(cases)('%s: %s grows memory < 200 MB and answers 4xx with a clear code', async (type, sql) => {
-    if (!ids[type]) return; // MariaDB not installed here
-    const r = await measured(type, sql);
-    expect(r.status, JSON.stringify(r.body)).toBeGreaterThanOrEqual(400);
-    expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
-    expect(r.body.error?.code).toBe('VALUE_TOO_LARGE');
-    expect(r.body.error?.message).not.toMatch(/undefined is not an object|UNKNOWN/);
-    expect(r.growth, `grew ${Math.round(r.growth / MB)} MB`).toBeLessThan(GROWTH_LIMIT);
-  }, 120_000);
+  it.each(cases)(
+    '%s: %s grows memory < 200 MB and answers 4xx with a clear code',
+    async (type, sql) => {
+      if (!ids[type]) return; // MariaDB not installed here
+      const r = await measured(type, sql);
+      expect(r.status, JSON.stringify(r.body)).toBeGreaterThanOrEqual(400);
+      expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+      expect(r.body.error?.code).toBe('VALUE_TOO_LARGE');
+      expect(r.body.error?.message).not.toMatch(/undefined is not an object|UNKNOWN/);
+      expect(r.growth, `grew ${Math.round(r.growth / MB)} MB`).toBeLessThan(GROWTH_LIMIT);
+    },
+    120_000,
+  );
 
   it('four huge SQLite reads at once stay bounded too, and the server still answers', async () => {
     const baseline = treeRssBytes(server.pid);

@@ -15,6 +15,7 @@ import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
 import { QueryTimeoutError } from './errors';
+import { valueTooLarge } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 type Conn = mysql.PoolConnection;
@@ -151,6 +152,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       let affected: number | undefined;
       let returned = 0;
       let reusable = false;
+      let warnings = 0;
       try {
         await run(c, sessionSetup(await flavorOf(c), opts.timeoutMs));
         await run(c, readOnly ? 'START TRANSACTION READ ONLY' : 'START TRANSACTION');
@@ -164,6 +166,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
             timeout: opts.timeoutMs + 5_000,
           };
           const q = opts.params?.length ? c.execute(command) : c.query(command);
+          countWarnings(q, (n) => {
+            warnings = Math.max(warnings, n);
+          });
           q.on('fields', (fields: { name: string }[] | undefined) => {
             if (fields) columns = uniqueColumns(fields.map((f) => f.name));
           });
@@ -194,6 +199,14 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
             }
           });
         });
+        // A value past max_allowed_packet comes back as NULL with warning 1301: a 4xx, not a silent NULL.
+        if (!stoppedEarly && readOnly && warnings > 0) {
+          const shown = (await run(c, 'SHOW WARNINGS')) as { Code?: number }[];
+          if (shown.some((w) => Number(w.Code) === ER_WARN_ALLOWED_PACKET_OVERFLOWED)) {
+            reusable = true;
+            throw valueTooLarge();
+          }
+        }
         if (!stoppedEarly) {
           // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
           // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
@@ -223,6 +236,24 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     async close() {
       await new Promise<void>((resolve) => pool.end(() => resolve()));
     },
+  };
+}
+
+/** "Result of repeat() was larger than max_allowed_packet (…) - truncated": the value became NULL. */
+const ER_WARN_ALLOWED_PACKET_OVERFLOWED = 1301;
+
+/**
+ * Calls `onCount` with the warning count of each EOF packet of a running query (mysql2 reads it from the
+ * end of a result set but does not report it for SELECTs).
+ */
+function countWarnings(q: unknown, onCount: (n: number) => void): void {
+  type Packet = { isEOF?: () => boolean; eofWarningCount?: () => number };
+  const cmd = q as { execute?: (packet: Packet | null, conn: unknown) => unknown };
+  const execute = cmd.execute;
+  if (typeof execute !== 'function') return;
+  cmd.execute = function (this: unknown, packet: Packet | null, conn: unknown) {
+    if (packet?.isEOF?.() && typeof packet.eofWarningCount === 'function') onCount(packet.eofWarningCount());
+    return execute.call(this, packet, conn);
   };
 }
 
