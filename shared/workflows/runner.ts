@@ -1,4 +1,4 @@
-import type { AuthContext } from '../auth/context';
+import { type AuthContext, isAdmin } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
 import { assertCredentialsUsable } from '../credentials/access';
 import { pagination } from '../http/envelope';
@@ -377,7 +377,38 @@ export async function listRuns(ctx: AuthContext, id: string, q: PageQuery) {
   const hi = total - (q.page - 1) * q.pageSize;
   const lo = Math.max(1, hi - q.pageSize + 1);
   const data = hi >= 1 ? groupRuns(await runStore.page(ctx.orgId, id, lo, hi)) : [];
-  return { data, pagination: pagination(total, q.page, q.pageSize) };
+  return { data: data.map((r) => forReader(ctx, r)), pagination: pagination(total, q.page, q.pageSize) };
+}
+
+/**
+ * A run as a member may read it: one whose steps read a connection not assigned to the member (an
+ * earlier published version may have used other connections than the draft the member can see) keeps
+ * its status and timing, but its rows, errors and delivery responses are withheld.
+ */
+function forReader(ctx: AuthContext, r: RunView): RunView {
+  if (isAdmin(ctx)) return r;
+  let connections: unknown[] = [];
+  try {
+    connections = (JSON.parse(r.stepResults ?? '[]') as { connectionId?: unknown }[]).map(
+      (s) => s.connectionId,
+    );
+  } catch {
+    connections = [undefined];
+  }
+  if (connections.every((c) => c === null || (typeof c === 'string' && ctx.connectionIds.includes(c))))
+    return r;
+  return {
+    ...r,
+    stepResults: null,
+    actionResults: null,
+    error: r.error === null ? null : 'Withheld: this run read a connection that is not assigned to you.',
+    actionAttempts: r.actionAttempts.map((a) => ({
+      ...a,
+      responseHeaders: null,
+      responseBody: null,
+      error: a.error === null ? null : 'Withheld',
+    })),
+  };
 }
 
 /** POST /workflows/{id}/run: the current draft, now, with its actions; answers the finished run. */
