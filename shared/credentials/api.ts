@@ -207,7 +207,8 @@ export const rotateCredential = endpoint({
   tag,
   scope,
   admin,
-  summary: 'Rotate the secret (and optionally rename or change the allowed hosts)',
+  summary:
+    'Rotate the secret (and optionally rename or change the allowed hosts); share it with members or stop sharing it (sharedWithMembers alone needs no config)',
   params: IdParams,
   body: WorkflowCredentialRotate,
   response: WorkflowCredential,
