@@ -145,7 +145,6 @@ function eventData(r: PendingQueryRecord, extra: Record<string, unknown> = {}) {
     statementType: r.statementType,
     query: r.query.length > EVENT_QUERY_CHARS ? `${r.query.slice(0, EVENT_QUERY_CHARS)}…` : r.query,
     submittedBy: r.submittedBy,
-    apiKeyId: r.apiKeyId,
     expiresAt: r.expiresAt,
     ...extra,
   };

@@ -1,7 +1,7 @@
 import { type AuthContext, assertConnectionVisible, isAdmin } from '../auth/context';
 import { closeDriver } from '../databases/drivers';
 import type { DbType } from '../databases/drivers/types';
-import { SqliteSourceRefused, sqliteSource } from '../databases/sqlite-source';
+import { realSqlitePath, SqliteSourceRefused, sqliteSource } from '../databases/sqlite-source';
 import type { isOtherDenied, pgDenied } from '../guard/functions';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
@@ -121,14 +121,19 @@ export function settingsIssues(
 /** Lower-cased (the servers compare function names without case), without repeats. */
 const uniqueNames = (names: string[] | undefined) => [...new Set((names ?? []).map((n) => n.toLowerCase()))];
 
-/** A SQLite source outside the organization's area is 400 at save time (checked lexically, never on disk). */
-function sqliteSourceIssues(orgId: string, s: Settings): Issue[] {
+/**
+ * A SQLite source outside the organization's area is 400 at save time: checked lexically, then a local
+ * file's symlinks are resolved (a link leading outside, or dangling, is refused with the text opening
+ * gives; a missing file is not a save problem).
+ */
+async function sqliteSourceIssues(orgId: string, s: Settings): Promise<Issue[]> {
   if (s.type !== 'SQLITE' || !s.database) return [];
   try {
-    sqliteSource(orgId, s.database);
+    const source = sqliteSource(orgId, s.database);
+    if (source.kind === 'file') await realSqlitePath(orgId, source.path);
     return [];
   } catch (e) {
-    if (!(e instanceof SqliteSourceRefused)) throw e;
+    if (!(e instanceof SqliteSourceRefused)) return [];
     return [{ path: 'body.database', message: e.message, code: 'custom' }];
   }
 }
@@ -165,7 +170,7 @@ export async function createConnection(ctx: AuthContext, body: ConnectionCreate)
     allowedFunctions: uniqueNames(body.allowedFunctions),
   };
   issues.push(...settingsIssues(settings, await import('../guard/functions')));
-  if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, settings));
+  if (!issues.length) issues.push(...(await sqliteSourceIssues(ctx.orgId, settings)));
   if (issues.length) throw fail(issues);
   const id = newId();
   const now = nowIso();
@@ -222,7 +227,7 @@ export async function updateConnection(
           : uniqueNames(body.allowedFunctions),
     };
     issues.push(...settingsIssues(next, await import('../guard/functions')));
-    if (!issues.length) issues.push(...sqliteSourceIssues(ctx.orgId, next));
+    if (!issues.length) issues.push(...(await sqliteSourceIssues(ctx.orgId, next)));
     if (issues.length) throw fail(issues);
 
     const identityChanged =

@@ -117,11 +117,17 @@ export const AllowedHosts = describe(
 
 const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(120));
 
+const SharedWithMembers = describe(
+  z.boolean(),
+  'Extension: members may attach this credential to workflow webhook actions and send it (default false: admins only)',
+);
+
 const variant = <K extends CredentialKind, C extends z.ZodMiniType>(kind: K, config: C) =>
   z.object({
     name: Name,
     kind: z.literal(kind),
     allowedHosts: AllowedHosts,
+    sharedWithMembers: z._default(SharedWithMembers, false),
     config: describe(config, 'Write-only: never returned'),
   });
 
@@ -134,9 +140,10 @@ export const WorkflowCredentialCreate = z.discriminatedUnion('kind', [
 
 export const WorkflowCredentialRotate = z.object({
   config: describe(
-    z.record(z.string(), z.unknown()),
-    'Write-only: the new secret configuration, validated for `kind` (given, else the current one)',
+    z.optional(z.record(z.string(), z.unknown())),
+    'Write-only: the new secret configuration, validated for `kind` (given, else the current one). Required, except in a request that changes only sharedWithMembers',
   ),
+  sharedWithMembers: z.optional(SharedWithMembers),
   kind: describe(z.optional(CredentialKind), 'Changes the kind; `config` must then match it'),
   name: z.optional(Name),
   allowedHosts: describe(z.optional(AllowedHosts), 'Replaces the allowed hosts'),
@@ -148,6 +155,7 @@ export const WorkflowCredential = once(() =>
     name: z.string(),
     kind: CredentialKind,
     allowedHosts: z.array(z.string()),
+    sharedWithMembers: SharedWithMembers,
     hasSecret: z.literal(true),
     lastTestedAt: z.nullable(z.string()),
     lastTestStatus: z.nullable(z.string()),
@@ -199,7 +207,8 @@ export const rotateCredential = endpoint({
   tag,
   scope,
   admin,
-  summary: 'Rotate the secret (and optionally rename or change the allowed hosts)',
+  summary:
+    'Rotate the secret (and optionally rename or change the allowed hosts); share it with members or stop sharing it (sharedWithMembers alone needs no config)',
   params: IdParams,
   body: WorkflowCredentialRotate,
   response: WorkflowCredential,

@@ -1,6 +1,7 @@
 import { checkUrl } from '../outbound';
 import { encryption } from '../platform/encryption';
 import { AppError, notFound } from '../platform/errors';
+import { assertRunMayUse } from './access';
 import { type CredentialConfig, configSchemas } from './api';
 import { credentialContext, credentialStore } from './store';
 
@@ -102,15 +103,18 @@ async function loadConfig(orgId: string, credentialId: string) {
  * must also pass the outbound URL rule (https, port 443, no userinfo: OutboundRefused otherwise), so a
  * secret is never attached to a request that would go out in clear text. A request header with the
  * same name as a credential header (any case) is replaced by the credential's.
- * `redact` removes every credential value (and base64 forms for BASIC) from a text.
+ * `usedBy` (a user id): the credential is sent only when that user may use it now (access.ts), else
+ * CredentialNotUsable. `redact` removes every credential value (and base64 forms for BASIC) from a text.
  */
 export async function applyCredential(
   orgId: string,
   credentialId: string,
   url: string,
   headers: Record<string, string>,
+  opts: { usedBy?: string } = {},
 ): Promise<{ headers: Record<string, string>; redact: (text: string) => string }> {
   const { record, open } = await loadConfig(orgId, credentialId);
+  if (opts.usedBy !== undefined) await assertRunMayUse(orgId, opts.usedBy, record);
   const host = checkUrl(url).hostname;
   if (!record.allowedHosts.includes(host)) throw new CredentialHostRefused(host);
   const config = await open();

@@ -22,6 +22,7 @@ export function credentialView(r: CredentialRecord) {
     name: r.name,
     kind: r.kind,
     allowedHosts: [...r.allowedHosts],
+    sharedWithMembers: r.sharedWithMembers === true,
     hasSecret: true as const,
     lastTestedAt: r.lastTestedAt ?? null,
     lastTestStatus: r.lastTestStatus ?? null,
@@ -74,6 +75,7 @@ export async function createCredential(ctx: AuthContext, input: z.output<typeof 
     name: input.name,
     kind: input.kind,
     allowedHosts: input.allowedHosts,
+    sharedWithMembers: input.sharedWithMembers,
     configCipher: await encryptConfig(ctx.orgId, id, cfg),
     secretVersion: 1,
     lastTestedAt: null,
@@ -104,7 +106,20 @@ export async function rotateCredential(
 ) {
   const r = await found(ctx, id);
   const kind = input.kind ?? r.kind;
-  const cfg = parseConfig(kind, input.config);
+  // Only a change of sharedWithMembers alone may leave the secret as it is.
+  const sharingOnly =
+    input.sharedWithMembers !== undefined && Object.values(input).filter((v) => v !== undefined).length === 1;
+  if (input.config === undefined && !sharingOnly)
+    throw validationError('Request validation failed.', {
+      issues: [
+        {
+          path: 'body.config',
+          message: 'config is required (only a request changing sharedWithMembers alone may omit it)',
+          code: 'invalid_type',
+        },
+      ],
+    });
+  const cfg = input.config === undefined ? undefined : parseConfig(kind, input.config);
   const renamed = input.name !== undefined && nameKey(input.name) !== nameKey(r.name);
   if (renamed && !(await credentialNames.claim(ctx.orgId, input.name!, id)))
     throw alreadyExists('A workflow credential');
@@ -116,8 +131,10 @@ export async function rotateCredential(
       name: input.name,
       kind,
       allowedHosts: input.allowedHosts,
-      configCipher: await encryptConfig(ctx.orgId, id, cfg),
-      secretVersion: r.secretVersion + 1,
+      sharedWithMembers: input.sharedWithMembers,
+      ...(cfg
+        ? { configCipher: await encryptConfig(ctx.orgId, id, cfg), secretVersion: r.secretVersion + 1 }
+        : {}),
       updatedAt: nowIso(),
     },
   );

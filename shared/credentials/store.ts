@@ -18,6 +18,8 @@ export interface CredentialRecord {
   configCipher: string;
   /** Bumped by every rotation. */
   secretVersion: number;
+  /** Members may attach and send it too (admins always may); absent on older records = false. */
+  sharedWithMembers?: boolean;
   lastTestedAt: string | null;
   lastTestStatus: string | null;
   createdBy: string;

@@ -9,15 +9,19 @@ import {
   RESOURCE_SCHEMAS,
   TAG_DESCRIPTIONS,
 } from './openapi-reference';
+import { closeObjects } from './strict';
 
 type Examples = Record<string, { request?: unknown; responses: Record<string, Record<string, unknown>> }>;
 const recorded = examples as Examples;
 
+/** Request schemas (`io: 'input'`) are strict: every object says `additionalProperties: false`. */
 const jsonSchema = (s: z.core.$ZodType, io: 'input' | 'output') => {
-  const out = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
+  const out = z.toJSONSchema(s, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    ...(io === 'input' ? { override: closeObjects } : {}),
+  }) as Record<string, unknown>;
   delete out.$schema;
   return out;
 };

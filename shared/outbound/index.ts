@@ -85,8 +85,12 @@ const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** RFC 7230 token (header field name). */
 export const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** What Node accepts in a header value, minus leading/trailing white space: no CR, LF, NUL or controls. */
-export const HEADER_VALUE = /^[\x21-\x7e\x80-\xff]([\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
+/**
+ * A header value: printable Latin-1 without leading/trailing white space, and no control character at all
+ * (C0 including TAB, CR, LF and NUL; DEL; C1 U+0080–U+009F); U+2028/U+2029 and anything above U+00FF are
+ * outside Latin-1.
+ */
+export const HEADER_VALUE = /^[\x21-\x7e\xa0-\xff]([\x20-\x7e\xa0-\xff]*[\x21-\x7e\xa0-\xff])?$/;
 /** Headers the module sets itself or that would change how the message is framed or routed. */
 export const RESERVED_HEADERS = new Set([
   'host',

@@ -74,12 +74,15 @@ export const WebhookTestResult = once(() =>
 
 const tag = 'Event webhooks';
 const scope = 'webhooks' as const;
+// Event webhook endpoints and their delivery logs are organization settings: every route is admin only (a
+// delivery's payload describes events on any connection of the organization).
 
 export const listWebhooks = endpoint({
   method: 'GET',
   path: '/webhooks',
   tag,
   scope,
+  admin: true,
   summary: 'List event webhook endpoints',
   query: PageQuery,
   response: () => z.array(WebhookEndpoint()),
@@ -102,6 +105,7 @@ export const getWebhook = endpoint({
   path: '/webhooks/{id}',
   tag,
   scope,
+  admin: true,
   summary: 'Get an event webhook endpoint (secret masked)',
   params: IdParams,
   response: WebhookEndpoint,
@@ -134,6 +138,7 @@ export const listWebhookDeliveries = endpoint({
   path: '/webhooks/{id}/deliveries',
   tag,
   scope,
+  admin: true,
   summary: "An endpoint's delivery log, newest first",
   params: IdParams,
   query: PageQuery,

@@ -3,6 +3,7 @@ import type { AuthContext } from '../auth/context';
 import { pageOf, pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { checkDestination, OutboundRefused } from '../outbound';
+import { secretQueryParameters } from '../outbound/secret-query';
 import { encryption } from '../platform/encryption';
 import { AppError, conflict, notFound, validationError } from '../platform/errors';
 import { EVENT_TYPES, type OutboxEvent } from '../platform/events';
@@ -49,8 +50,24 @@ export function deliveryView(d: DeliveryRecord) {
 const fieldError = (path: string, message: string, code: string) =>
   validationError(message, { issues: [{ path, message, code }] });
 
-/** The outbound guard's verdict on a destination (resolved now): 400 naming the field when refused. */
+/**
+ * The outbound guard's verdict on a destination (resolved now): 400 naming the field when refused. A
+ * secret-looking query parameter is refused as in workflow webhook actions (the URL is shown to readers
+ * of the endpoint; the signature authenticates deliveries).
+ */
 async function checkUrl(url: string, path: string): Promise<void> {
+  let secrets: string[] = [];
+  try {
+    secrets = secretQueryParameters(new URL(url));
+  } catch {
+    // not a URL: the outbound guard names the problem below
+  }
+  if (secrets.length)
+    throw fieldError(
+      path,
+      `The webhook URL carries a secret in its query string (${secrets.join(', ')}): remove it; deliveries are signed (webhook-signature) so the receiver can authenticate them.`,
+      'url_refused',
+    );
   try {
     await checkDestination(url);
   } catch (e) {

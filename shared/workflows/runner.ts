@@ -1,5 +1,6 @@
-import type { AuthContext } from '../auth/context';
+import { type AuthContext, isAdmin } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
+import { assertCredentialsUsable } from '../credentials/access';
 import { pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { config } from '../platform/config';
@@ -8,7 +9,13 @@ import { AppError, isAppError, notFound } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
-import { type ActionAttempt, type DeliverOutcome, deliverAction, type StepOutput } from './actions';
+import {
+  type ActionAttempt,
+  credentialIdsOf,
+  type DeliverOutcome,
+  deliverAction,
+  type StepOutput,
+} from './actions';
 import { scheduledMinute } from './schedule';
 import {
   type Definition,
@@ -219,6 +226,7 @@ export async function executeRun(req: RunRequest) {
       const outcome: DeliverOutcome = await beforeDeadline(
         deliverAction({
           orgId: w.orgId,
+          userId: ctx.userId,
           runId: run.id,
           workflow: { id: w.id, name: d.name },
           scheduledFor: req.scheduledFor,
@@ -369,7 +377,38 @@ export async function listRuns(ctx: AuthContext, id: string, q: PageQuery) {
   const hi = total - (q.page - 1) * q.pageSize;
   const lo = Math.max(1, hi - q.pageSize + 1);
   const data = hi >= 1 ? groupRuns(await runStore.page(ctx.orgId, id, lo, hi)) : [];
-  return { data, pagination: pagination(total, q.page, q.pageSize) };
+  return { data: data.map((r) => forReader(ctx, r)), pagination: pagination(total, q.page, q.pageSize) };
+}
+
+/**
+ * A run as a member may read it: one whose steps read a connection not assigned to the member (an
+ * earlier published version may have used other connections than the draft the member can see) keeps
+ * its status and timing, but its rows, errors and delivery responses are withheld.
+ */
+function forReader(ctx: AuthContext, r: RunView): RunView {
+  if (isAdmin(ctx)) return r;
+  let connections: unknown[] = [];
+  try {
+    connections = (JSON.parse(r.stepResults ?? '[]') as { connectionId?: unknown }[]).map(
+      (s) => s.connectionId,
+    );
+  } catch {
+    connections = [undefined];
+  }
+  if (connections.every((c) => c === null || (typeof c === 'string' && ctx.connectionIds.includes(c))))
+    return r;
+  return {
+    ...r,
+    stepResults: null,
+    actionResults: null,
+    error: r.error === null ? null : 'Withheld: this run read a connection that is not assigned to you.',
+    actionAttempts: r.actionAttempts.map((a) => ({
+      ...a,
+      responseHeaders: null,
+      responseBody: null,
+      error: a.error === null ? null : 'Withheld',
+    })),
+  };
 }
 
 /** POST /workflows/{id}/run: the current draft, now, with its actions; answers the finished run. */
@@ -400,6 +439,8 @@ export async function testAction(
   const w = await findWorkflow(ctx, id);
   const action = w.draft.actions.find((a) => a.order === order);
   if (!action) throw notFound('Workflow action');
+  // The caller must be allowed to send the action's credential (403 before any step runs).
+  await assertCredentialsUsable(ctx, credentialIdsOf(action.type, action.config));
   if (confirmDelivery !== true)
     throw new AppError(
       428,

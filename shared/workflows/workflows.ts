@@ -1,5 +1,6 @@
 import type { AuthContext } from '../auth/context';
 import { isAdmin } from '../auth/context';
+import { assertCredentialsUsable } from '../credentials/access';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { AppError, conflict, notFound, validationError } from '../platform/errors';
@@ -98,6 +99,8 @@ export async function createWorkflow(ctx: AuthContext, input: WorkflowCreate) {
     steps: await def.buildSteps(ctx, input.steps, connectionId),
     actions: await def.buildActions(ctx.orgId, input.actions ?? []),
   };
+  // A member names only credentials an admin shared with members (403; 404 for one it cannot know).
+  await assertCredentialsUsable(ctx, def.credentialsOf(draft));
   const now = nowIso();
   const w: WorkflowRecord = {
     id: newId(),
@@ -196,6 +199,9 @@ export async function updateWorkflow(ctx: AuthContext, id: string, input: Workfl
   const draft = def ? await nextDraft(def, ctx, w, input) : w.draft;
   const fields = def ? draftFields(def, draft) : undefined;
   const publishing = input.isActive === true;
+  // The actions the request names, and those a publisher puts on the schedule (it is the run's user).
+  if (input.actions !== undefined || publishing)
+    await assertCredentialsUsable(ctx, fields?.draftCredentialIds ?? w.draftCredentialIds);
   const alreadyLive = !changesDraft && w.isActive && w.publishedDraftRevision === w.draftRevision;
   if (publishing && alreadyLive) return workflowView(await publish(ctx, w)); // nothing new to check
   if (publishing) await assertPublishable(ctx, draft, input.acknowledgedWarnings ?? []);

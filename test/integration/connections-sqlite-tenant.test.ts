@@ -74,12 +74,49 @@ describe('SQLite sources over HTTP: one organization per folder', () => {
     expect(new Set(answers).size).toBe(1);
   });
 
-  it('a link in org B’s folder to org A’s file is refused when opened (422, no rows), file unchanged', async () => {
+  it('a link in org B’s folder leading outside is refused at save (400 on body.database, the text opening gives)', async () => {
+    symlinkSync(join(s.dataDir, 'nowhere', 'gone.db'), join(s.dataDir, 'sqlite', other.orgId, 'dangling.db'));
+    symlinkSync('/etc/passwd', join(s.dataDir, 'sqlite', other.orgId, 'passwd.db'));
+    const outside = await s.call('POST', '/connections', {
+      key: other.key,
+      body: { name: 'theirs', type: 'SQLITE', database: '/etc/passwd' },
+    });
+    for (const database of ['link.db', './link.db', 'dangling.db', 'passwd.db']) {
+      const r = await s.call('POST', '/connections', {
+        key: other.key,
+        body: { name: 'link', type: 'SQLITE', database },
+      });
+      expect(r.status, database).toBe(400);
+      expect(r.body.error.details.issues).toEqual(outside.body.error.details.issues);
+      expect(r.text).not.toContain('org-a-only');
+    }
+    // PATCH to a link is refused the same way, and leaves the connection as it was.
+    const ok = await s.call('POST', '/connections', {
+      key: other.key,
+      body: { name: 'plain', type: 'SQLITE', database: 'plain.db' },
+    });
+    expect(ok.status, ok.text).toBe(201);
+    const patched = await s.call('PATCH', `/connections/${ok.body.data.id}`, {
+      key: other.key,
+      body: { database: 'link.db' },
+    });
+    expect(patched.status).toBe(400);
+    expect(patched.body.error.details.issues).toEqual(outside.body.error.details.issues);
+    expect(
+      (await s.call('GET', `/connections/${ok.body.data.id}`, { key: other.key })).body.data.database,
+    ).toBe('plain.db');
+  });
+
+  it('a link placed after saving is refused when opened (422, no rows), file unchanged', async () => {
     const c = await s.call('POST', '/connections', {
       key: other.key,
-      body: { name: 'link', type: 'SQLITE', database: 'link.db' },
+      body: { name: 'later', type: 'SQLITE', database: 'later.db' },
     });
-    expect(c.status).toBe(201);
+    expect(c.status, c.text).toBe(201);
+    symlinkSync(
+      join(s.dataDir, 'sqlite', s.app.orgId, 'secret.db'),
+      join(s.dataDir, 'sqlite', other.orgId, 'later.db'),
+    );
     const q = await s.call('POST', `/connections/${c.body.data.id}/query`, {
       key: other.key,
       body: { sql: 'SELECT v FROM secrets' },
@@ -88,6 +125,13 @@ describe('SQLite sources over HTTP: one organization per folder', () => {
     expect(q.body.error.code).toBe('CONNECTION_FAILED');
     expect(q.text).not.toContain('org-a-only');
     expect(q.body.error.details.diagnosis.title).toBe("SQLite source outside the organization's area");
+    // The same text the save-time refusal gives.
+    const atSave = await s.call('POST', '/connections', {
+      key: other.key,
+      body: { name: 'again', type: 'SQLITE', database: 'later.db' },
+    });
+    expect(atSave.status).toBe(400);
+    expect(q.body.error.message).toContain(atSave.body.error.details.issues[0].message);
     const t = await s.call('POST', `/connections/${c.body.data.id}/test`, { key: other.key });
     expect(t.status).toBe(422);
     expect(readFileSync(fileA).equals(before)).toBe(true);

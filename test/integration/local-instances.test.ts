@@ -171,7 +171,7 @@ describe('local runtime with 2 handler instances', () => {
       ]);
     }
     // The history written by both instances is one history.
-    const history = await call('GET', `/connections/${connectionId}/queries?limit=100`);
+    const history = await call('GET', `/connections/${connectionId}/queries?pageSize=100`);
     expect(history.status, history.text).toBe(200);
     expect(history.body.data.length).toBe(queries.length);
   });

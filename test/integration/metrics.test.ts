@@ -211,7 +211,7 @@ describe('metrics over HTTP with real databases', () => {
     expect(read.text).not.toContain(T);
     expect((await value(hidden.id, '', key)).status).toBe(404);
     expect((await value(hidden.id, `?connectionId=${conn.SQLITE}`, key)).status).toBe(404);
-    const list = await s.call('GET', '/metrics?limit=100', { key });
+    const list = await s.call('GET', '/metrics?pageSize=100', { key });
     expect(list.body.data.map((x: { id: string }) => x.id)).not.toContain(hidden.id);
     // Without a connection of its own it is shared, and evaluates on an assigned connection.
     const m = await metric({ connectionId: null });

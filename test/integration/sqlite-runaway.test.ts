@@ -3,63 +3,38 @@
  * a child process): 504 at the statement timeout, then the server's process tree back near idle within
  * 2 s, then a clean stop on SIGTERM within 10 s.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateKey } from '../../shared/auth/key-material';
-import { freePort } from '../support/databases';
+import { processTree, type SpawnedServer, spawnLocalServer } from '../support/spawned-server';
 
 const TICKS = 100; // USER_HZ on Linux
 
 /** CPU seconds used so far by a process and all its descendants (from /proc). */
 function treeCpuSeconds(root: number): number {
-  const stats = new Map<number, { ppid: number; cpu: number }>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  let total = 0;
+  for (const pid of processTree(root)) {
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(entry), { ppid: Number(fields[1]), cpu: Number(fields[11]) + Number(fields[12]) });
+      total += Number(fields[11]) + Number(fields[12]);
     } catch {
       // the process ended meanwhile
     }
-  }
-  let total = 0;
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop() as number;
-    total += stats.get(pid)?.cpu ?? 0;
-    for (const [child, s] of stats) if (s.ppid === pid) stack.push(child);
   }
   return total / TICKS;
 }
 
 /** Descendants of `root` running SQLite statements (our SQLite child processes). */
 function sqliteProcesses(root: number): number[] {
-  const found: number[] = [];
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
-  for (const [pid] of parents) {
-    let p: number | undefined = pid;
-    while (p && p !== root && p !== 1) p = parents.get(p);
-    if (p !== root || pid === root) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node:sqlite')) found.push(pid);
-    } catch {
-      // gone
-    }
-  }
-  return found;
+  return processTree(root)
+    .slice(1)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node:sqlite');
+      } catch {
+        return false; // gone
+      }
+    });
 }
 
 const cpuOver = async (pid: number, ms: number) => {
@@ -69,68 +44,31 @@ const cpuOver = async (pid: number, ms: number) => {
 };
 
 describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real local server', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'loupe-runaway-'));
-  let server: ChildProcess | undefined;
-  afterAll(() => {
-    server?.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  let server: SpawnedServer | undefined;
+  afterAll(() => server?.kill());
 
   it('504, then CPU near idle within 2 s, then SIGTERM stops the server within 10 s', async () => {
-    const port = await freePort();
-    const key = generateKey();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: String(port),
-      LOUPE_DATA_DIR: dataDir,
-      LOUPE_ADMIN_KEY: key,
-      LOUPE_DEMO_DATA: 'true',
-      LOUPE_LOG_LEVEL: 'SILENT',
-      // The handlers in the main thread: the counts of SQLite processes below assume one driver pool (with
-      // handler instances, each instance and the main thread's workers keep their own, as Lambda
-      // instances do, and the demo's introspection leaves an idle one in the main thread).
-      LOUPE_LOCAL_INSTANCES: '0',
-    };
-    delete env.VITEST;
-    delete env.NODE_OPTIONS;
-    server = spawn(process.execPath, ['--import', 'tsx', 'infra/local/server.ts'], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const pid = server.pid as number;
-    let output = '';
-    server.stdout?.on('data', (d) => {
-      output += d;
-    });
-    server.stderr?.on('data', (d) => {
-      output += d;
-    });
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      server?.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    const base = `http://127.0.0.1:${port}/v1`;
-    const call = (method: string, path: string, body?: unknown) =>
-      fetch(`${base}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-
     // Ready when the demo connection is registered (the demo database is created on the first start).
     let demoId: string | undefined;
-    for (let i = 0; i < 300 && !demoId; i++) {
-      try {
-        const r = await call('GET', '/connections');
-        if (r.ok) {
-          const list = (await r.json()) as { data: { id: string; name: string; isActive: boolean }[] };
-          demoId = list.data.find((c) => c.name === 'Demo SaaS (SQLite)' && c.isActive)?.id;
-        }
-      } catch {
-        // not listening yet
-      }
-      if (!demoId) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(demoId, output).toBeDefined();
+    server = await spawnLocalServer(
+      {
+        LOUPE_DEMO_DATA: 'true',
+        // The handlers in the main thread: the counts of SQLite processes below assume one driver pool (with
+        // handler instances, each instance and the main thread's workers keep their own, as Lambda
+        // instances do, and the demo's introspection leaves an idle one in the main thread).
+        LOUPE_LOCAL_INSTANCES: '0',
+      },
+      async (s) => {
+        const r = await s.call('GET', '/connections');
+        if (!r.ok) return false;
+        const list = (await r.json()) as { data: { id: string; name: string; isActive: boolean }[] };
+        demoId = list.data.find((c) => c.name === 'Demo SaaS (SQLite)' && c.isActive)?.id;
+        return !!demoId;
+      },
+    );
+    const { pid, exited } = server;
+    const output = server.output;
+    const call = server.call;
 
     const sql = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r';
     const started = Date.now();
@@ -163,12 +101,12 @@ describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real 
     const pendingAnswer = call('POST', `/connections/${demoId}/query`, { sql }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 1_000));
     const stopAt = Date.now();
-    server.kill('SIGTERM');
+    server.process.kill('SIGTERM');
     const result = await Promise.race([
       exited,
       new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000)),
     ]);
-    expect(result, output).toEqual({ code: 0, signal: null });
+    expect(result, output()).toEqual({ code: 0, signal: null });
     expect(Date.now() - stopAt).toBeLessThan(10_000);
     await pendingAnswer;
     // No SQLite process outlived the server.

@@ -8,6 +8,7 @@ import { type EventType, listEvents, outbox } from '../../shared/platform/events
 import { eventSk } from '../../shared/platform/events/outbox';
 import { newId } from '../../shared/platform/ids';
 import { LocalQueue } from '../../shared/platform/queue/local';
+import { webhookEndpoints } from '../../shared/webhooks/api';
 import { handleDeliveryMessage } from '../../shared/webhooks/delivery';
 import { ensureDelivery, sweepPendingEvents } from '../../shared/webhooks/fanout';
 import { webhookStore } from '../../shared/webhooks/store';
@@ -113,23 +114,29 @@ describe('event webhooks', () => {
     expect(patched.body.data.updatedAt > (e as any).updatedAt).toBe(true);
   });
 
-  it('guards: a member key cannot change endpoints (403) but may read; another organization gets 404', async () => {
+  it('guards: every /webhooks route is admin only (403 for a member, nothing changed or sent); another organization gets 404', async () => {
     const e = await create('/guard', ['*']);
     const m = await s.call('POST', '/members', {
       body: { email: `wh-member-${newId()}@example.com`, name: 'M', role: 'member', connectionIds: [] },
     });
     const memberKey = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'k' } })).body
       .data.key;
-    expect((await s.call('GET', `/webhooks/${e.id}`, { key: memberKey })).status).toBe(200);
-    for (const [method, path] of [
-      ['POST', '/webhooks'],
-      ['PATCH', `/webhooks/${e.id}`],
-      ['DELETE', `/webhooks/${e.id}`],
-      ['POST', `/webhooks/${e.id}/test`],
-    ] as const) {
-      const r = await s.call(method, path, { key: memberKey, body: { url: `${rx.url}/x`, events: ['*'] } });
+    const before = JSON.stringify(await webhookStore.list(s.app.orgId));
+    const received = rx.requests.length;
+    // Every route of the registry under /webhooks, so a new one cannot be missed.
+    const routes = webhookEndpoints.map((spec) => [spec.method, spec.path.replace('{id}', e.id)] as const);
+    expect(routes.length).toBeGreaterThanOrEqual(7);
+    for (const [method, path] of routes) {
+      const r = await s.call(method, path, {
+        key: memberKey,
+        body: method === 'GET' || method === 'DELETE' ? undefined : { url: `${rx.url}/x`, events: ['*'] },
+      });
       expect(r.status, `${method} ${path}`).toBe(403);
+      expect(r.body.error.code).toBe('FORBIDDEN');
+      expect(r.text).not.toContain(e.url);
     }
+    expect(JSON.stringify(await webhookStore.list(s.app.orgId))).toBe(before);
+    expect(rx.requests.length).toBe(received);
     const noScope = (await s.call('POST', '/keys', { body: { name: 'no webhooks', scopes: ['query'] } })).body
       .data.key;
     expect((await s.call('GET', '/webhooks', { key: noScope })).status).toBe(403);
@@ -183,10 +190,20 @@ describe('event webhooks', () => {
       ['events a string', { url: `${rx.url}/x`, events: '*' }],
       ['isActive not boolean', { url: `${rx.url}/x`, events: ['*'], isActive: 'yes' }],
       ['body an array', [{ url: `${rx.url}/x`, events: ['*'] }]],
+      ['unknown field', { url: `${rx.url}/x`, events: ['*'], secret: 'mine' }],
+      ['?token=', url(`${rx.url}/x?token=abc`)],
+      ['?access_token=', url(`${rx.url}/x?access_token=abc`)],
+      ['?api_key=', url(`${rx.url}/x?a=1&api_key=abc`)],
+      ['?sig=', url(`${rx.url}/x?sig=abc`)],
+      ['?X-Amz-Signature=', url(`${rx.url}/x?X-Amz-Signature=abc`)],
     ];
     for (const [name, body] of cases) {
       const r = await s.call('POST', '/webhooks', { body });
       expect([400, 413], `${name}: ${r.text.slice(0, 300)}`).toContain(r.status);
+      if (name.startsWith('?')) {
+        expect(r.body.error.details.issues[0].path, name).toBe('body.url');
+        expect(r.body.error.message, name).toContain('secret in its query string');
+      }
       expect(r.body.data, name).toBeNull();
       expect(r.body.error.code, name).toMatch(/^(VALIDATION_ERROR|BAD_REQUEST|PAYLOAD_TOO_LARGE)$/);
     }
@@ -197,7 +214,12 @@ describe('event webhooks', () => {
     expect(bad.status).toBe(400);
     // PATCH: a changed URL is checked again; refused changes leave the endpoint as it was.
     const e = await create('/hostile', ['*']);
-    for (const u of ['https://127.0.0.1/x', 'http://example.com/', `https://${rx.hostname}:444/`]) {
+    for (const u of [
+      'https://127.0.0.1/x',
+      'http://example.com/',
+      `https://${rx.hostname}:444/`,
+      `${rx.url}/x?access_token=abc`,
+    ]) {
       const r = await s.call('PATCH', `/webhooks/${e.id}`, { body: { url: u } });
       expect(r.status, u).toBe(400);
       expect(r.body.error.details.issues[0].path).toBe('body.url');

@@ -215,6 +215,21 @@ describe('webhook config', () => {
     ['critical "yes"', webhook({ critical: 'yes' }), 'critical'],
     ['credentialId not uuid', webhook({ credentialId: 'abc' }), 'credentialId'],
     ['unknown field', webhook({ secretHeaders: { a: 1 } }), ''],
+    // Every C0 control (TAB included), DEL, every C1 control and the Unicode line and paragraph separators.
+    ...[
+      ...Array.from({ length: 0x20 }, (_, c) => c),
+      0x7f,
+      ...Array.from({ length: 0x20 }, (_, c) => 0x80 + c),
+      0x2028,
+      0x2029,
+    ].map(
+      (c) =>
+        [
+          `header value with U+${c.toString(16).toUpperCase().padStart(4, '0')}`,
+          webhook({ headers: [{ name: 'X-A', value: `a${String.fromCharCode(c)}b` }] }),
+          'headers.0.value',
+        ] as [string, unknown, string],
+    ),
   ];
 
   it.each(hostile)('%s → 400 naming the field', async (_name, raw, field) => {

@@ -104,6 +104,7 @@ async function emailConfig(over: Record<string, unknown> = {}): Promise<EmailAct
 function input(config: EmailActionConfig, attempts: ActionAttempt[]): DeliverInput {
   return {
     orgId: 'org1',
+    userId: 'user1',
     runId: '11111111-2222-4333-8444-555555555555',
     workflow: { id: 'wf1', name: 'Sales "EU" \u00e9' },
     scheduledFor: null,

@@ -77,6 +77,7 @@ async function config(over: Record<string, unknown> = {}, target = receiver): Pr
 function input(cfg: WebhookActionConfig, attempts: ActionAttempt[], deadlineMs = 60_000): DeliverInput {
   return {
     orgId,
+    userId: server.app.adminUserId,
     runId: '11111111-2222-4333-8444-555555555555',
     workflow: { id: 'wf1', name: 'Orders "EU"' },
     scheduledFor: '2026-11-22T14:00:00.000Z',

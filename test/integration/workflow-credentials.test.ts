@@ -109,6 +109,7 @@ describe('workflow credentials', () => {
         name: `cred ${kind}`,
         kind,
         allowedHosts: [receiver.hostname],
+        sharedWithMembers: false,
         hasSecret: true,
         lastTestedAt: null,
         lastTestStatus: null,
@@ -239,6 +240,12 @@ describe('workflow credentials', () => {
       ['missing config', { ...base, config: undefined }, 'body.config'],
       ['bearer with CRLF', { ...base, config: { token: `${injected}\r\nX-Evil: 1` } }, 'body.config.token'],
       ['bearer with space', { ...base, config: { token: `a ${injected}` } }, 'body.config.token'],
+      ['bearer with TAB', { ...base, config: { token: `a\t${injected}` } }, 'body.config.token'],
+      [
+        'header value with C1 NEL (U+0085)',
+        { ...base, kind: 'API_KEY_HEADER', config: { headerName: 'X-Key', value: `a\u0085${injected}` } },
+        'body.config.value',
+      ],
       [
         'header name not a token',
         { ...base, kind: 'API_KEY_HEADER', config: { headerName: 'X Key', value: injected } },

@@ -16,6 +16,7 @@ import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
 import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
+import { valueTooLarge } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 type Conn = mysql.PoolConnection & { loupeBroken?: Error };
@@ -214,6 +215,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
       let affected: number | undefined;
       let returned = 0;
       let reusable = false;
+      let warnings = 0;
       try {
         await bounded(
           c,
@@ -232,6 +234,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
                 rowsAsArray: true,
               };
               const q = opts.params?.length ? c.execute(command) : c.query(command);
+              countWarnings(q, (n) => {
+                warnings = Math.max(warnings, n);
+              });
               q.on('fields', (fields: { name: string }[] | undefined) => {
                 if (fields) columns = uniqueColumns(fields.map((f) => f.name));
               });
@@ -281,6 +286,14 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
                 c.off('end', onEnd);
               };
             }).finally(() => done());
+            // A value past max_allowed_packet comes back as NULL with warning 1301: a 4xx, not a silent NULL.
+            if (!stoppedEarly && readOnly && warnings > 0) {
+              const shown = (await run(c, 'SHOW WARNINGS')) as { Code?: number }[];
+              if (shown.some((w) => Number(w.Code) === ER_WARN_ALLOWED_PACKET_OVERFLOWED)) {
+                reusable = true;
+                throw valueTooLarge();
+              }
+            }
             if (!stoppedEarly) {
               // A read ends with the reset alone (it rolls the transaction back); a write commits first. The
               // session that ran an approved write may carry its changes (SET, USE, locks): closed, not pooled.
@@ -308,6 +321,24 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     async close() {
       await new Promise<void>((resolve) => pool.end(() => resolve()));
     },
+  };
+}
+
+/** "Result of repeat() was larger than max_allowed_packet (…) - truncated": the value became NULL. */
+const ER_WARN_ALLOWED_PACKET_OVERFLOWED = 1301;
+
+/**
+ * Calls `onCount` with the warning count of each EOF packet of a running query (mysql2 reads it from the
+ * end of a result set but does not report it for SELECTs).
+ */
+function countWarnings(q: unknown, onCount: (n: number) => void): void {
+  type Packet = { isEOF?: () => boolean; eofWarningCount?: () => number };
+  const cmd = q as { execute?: (packet: Packet | null, conn: unknown) => unknown };
+  const execute = cmd.execute;
+  if (typeof execute !== 'function') return;
+  cmd.execute = function (this: unknown, packet: Packet | null, conn: unknown) {
+    if (packet?.isEOF?.() && typeof packet.eofWarningCount === 'function') onCount(packet.eofWarningCount());
+    return execute.call(this, packet, conn);
   };
 }
 

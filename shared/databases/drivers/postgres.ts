@@ -21,6 +21,7 @@ import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
 import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
+import { limitPostgresMessages } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 const { Pool, types } = pg;
@@ -159,8 +160,14 @@ export function postgresDriver(target: ConnectionTarget): Driver {
   // pg emits 'error' on a client whose socket fails or whose server ends the session (57P01 on shutdown),
   // checked out or not, and after it was destroyed: without a listener that is an uncaught exception that
   // ends the process. Every client gets one for its whole life; it marks the client broken, so the
-  // checkout that holds it destroys it instead of returning it to the pool.
+  // checkout that holds it destroys it instead of returning it to the pool. One read also holds at most
+  // one bounded message: a longer row (a huge value) ends the connection with VALUE_TOO_LARGE before it
+  // is buffered (limits.ts).
   pool.on('connect', (client) => {
+    const stream = (
+      client as unknown as { connection?: { stream?: Parameters<typeof limitPostgresMessages>[0] } }
+    ).connection?.stream;
+    if (stream) limitPostgresMessages(stream);
     client.on('error', (e) => {
       (client as Client).loupeBroken ??= e;
     });

@@ -26,11 +26,13 @@ import { realSqlitePath, sqliteSource } from '../sqlite-source';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { dbDeadlines } from './deadline';
 import { QueryTimeoutError } from './errors';
+import { memoryLimit, VALUE_LIMIT_BYTES, valueTooLarge } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot } from './types';
 
 /** Runs in the child process (CommonJS, no imports but Node built-ins; messages over the IPC channel). */
 const CHILD_SOURCE = String.raw`
 const { DatabaseSync, constants: C } = require('node:sqlite');
+const LIMITS = JSON.parse(process.argv[process.argv.length - 1]);
 const READ_PRAGMAS = new Set(['table_info','table_xinfo','table_list','index_list','index_info','index_xinfo',
   'foreign_key_list','database_list','collation_list','function_list','module_list','pragma_list','compile_options',
   'page_count','page_size','freelist_count','encoding','user_version','schema_version','application_id','data_version']);
@@ -70,7 +72,11 @@ function open(path, readOnly) {
     throw Object.assign(new Error('unable to open database file'), { errcode: 14, errstr: 'unable to open database file' });
   // Double-quoted string literals as the sqlite3 shell accepts them (WHERE name = "x"): an identifier
   // that exists still wins; only a name that is no column becomes a string.
-  const d = new DatabaseSync(path, { readOnly, timeout: 5000, enableDoubleQuotedStringLiterals: true });
+  // The engine's own bounds, set by the service (never by a statement): no string or BLOB, built or
+  // read, longer than LIMITS.length, and SQLite's heap (this process only) capped at LIMITS.heap.
+  const d = new DatabaseSync(path, { readOnly, timeout: 5000, enableDoubleQuotedStringLiterals: true,
+    limits: { length: LIMITS.length } });
+  d.exec('PRAGMA hard_heap_limit = ' + LIMITS.heap);
   // Reads the schema now, so a file that is no database fails here (opening), not in the statement.
   d.prepare('SELECT count(*) FROM sqlite_schema').get();
   if (readOnly) {
@@ -99,9 +105,9 @@ function write(m) {
       for (const row of st.iterate(...m.params)) {
         count++;
         if (more || rows.length >= m.maxRows) { more = true; continue; }
-        for (const v of row) bytes += size(v);
+        bytes += rowSize(row);
+        if (bytes > m.maxBytes) { more = true; continue; }
         rows.push(row);
-        if (bytes > m.maxBytes * 2 + 65536) more = true;
       }
       out = { columns, rows, more, changes: count, returning: true };
     }
@@ -112,12 +118,14 @@ function write(m) {
     throw e;
   }
 }
+/** A lower bound of the JSON bytes of one value as the service returns it (strings, base64 BLOBs). */
 function size(v) {
   if (v == null) return 4;
   if (typeof v === 'string') return v.length + 2;
-  if (v instanceof Uint8Array) return Math.ceil(v.byteLength * 4 / 3) + 2;
-  return 24;
+  if (v instanceof Uint8Array) return Math.ceil(v.byteLength / 3) * 4 + 2;
+  return 1;
 }
+const rowSize = (row) => { let n = 2; for (const v of row) n += size(v) + 1; return n; };
 function query(m) {
   const d = open(m.path, m.readOnly);
   const st = d.prepare(m.text);
@@ -128,12 +136,14 @@ function query(m) {
     const r = st.run(...m.params);
     return { columns, rows: [], more: false, changes: Number(r.changes) };
   }
-  const rows = []; let bytes = 0; let more = false;
+  // Rows stream from the statement; a row that would take the result past the byte cap (by a lower
+  // bound of its JSON size, so never one the caller would have kept) stays here, and the statement stops.
+  const rows = []; let bytes = 2; let more = false;
   for (const row of st.iterate(...m.params)) {
     if (rows.length >= m.maxRows) { more = true; break; }
-    for (const v of row) bytes += size(v);
+    bytes += rowSize(row);
+    if (bytes > m.maxBytes) { more = true; break; }
     rows.push(row);
-    if (bytes > m.maxBytes * 2 + 65536) { more = true; break; }
   }
   return { columns, rows, more };
 }
@@ -239,6 +249,14 @@ export async function sqliteFilePath(database: string, orgId: string | undefined
   return path;
 }
 
+/**
+ * The engine's bounds for every database the SQLite process opens: the longest string or BLOB a
+ * statement may build or read (SQLITE_LIMIT_LENGTH; nothing longer than the 5 MiB result cap can be
+ * returned anyway) and SQLite's hard heap limit (sorts and temporary tables past it spill to disk or fail
+ * with SQLITE_NOMEM). The process's JavaScript heap is capped too.
+ */
+export const SQLITE_LIMITS = { length: VALUE_LIMIT_BYTES, heap: 64 * 1024 * 1024, jsHeapMb: 256 } as const;
+
 /** SQLite result codes that describe the file rather than the statement (diagnosed as connection problems). */
 const FILE_ERRCODES = new Set([11, 14, 26]); // CORRUPT, CANTOPEN, NOTADB
 
@@ -265,8 +283,21 @@ function statementError(e: unknown, text: string, write = false): unknown {
       'SQLite refused this statement (not authorized): only reads of tables and views, read-only PRAGMA functions and built-in functions can run here.',
       { statementType: /\bpragma/i.test(text) ? 'PRAGMA' : 'AUTHORIZER' },
     );
+  if (err.errcode === 18) return valueTooLarge(SQLITE_LIMITS.length); // SQLITE_TOOBIG
+  if (err.errcode === 7 || err.code === 'LOUPE_SQLITE_MEMORY')
+    return memoryLimit(
+      err.code === 'LOUPE_SQLITE_MEMORY' ? SQLITE_LIMITS.jsHeapMb * 1024 * 1024 : SQLITE_LIMITS.heap,
+    );
+  // Not SQLite's own failure (a JavaScript error while reading rows): no internal text reaches the caller.
+  if (err.errcode === undefined)
+    return new AppError(
+      422,
+      'QUERY_FAILED',
+      'SQLite could not return the result of this statement. Narrow it (filters, LIMIT, fewer or smaller columns).',
+      { code: 'SQLITE_RESULT' },
+    );
   return new AppError(422, 'QUERY_FAILED', `The database rejected the statement: ${message}`, {
-    code: typeof err.code === 'string' ? err.code : 'UNKNOWN',
+    code: typeof err.code === 'string' ? err.code : `SQLITE_${err.errcode}`,
   });
 }
 
@@ -305,11 +336,16 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
     if (child) return child;
     const env = { ...process.env };
     delete env.NODE_OPTIONS; // no loaders or inspector flags of the parent
-    const c = spawn(process.execPath, ['--no-warnings', '-e', CHILD_SOURCE], {
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-      serialization: 'advanced', // BigInt and Uint8Array values cross intact
-      env,
-    });
+    const limits = JSON.stringify({ length: SQLITE_LIMITS.length, heap: SQLITE_LIMITS.heap });
+    const c = spawn(
+      process.execPath,
+      ['--no-warnings', `--max-old-space-size=${SQLITE_LIMITS.jsHeapMb}`, '-e', CHILD_SOURCE, limits],
+      {
+        stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+        serialization: 'advanced', // BigInt and Uint8Array values cross intact
+        env,
+      },
+    );
     children.add(c);
     c.unref();
     (c.channel as { unref?: () => void } | undefined)?.unref?.();
@@ -333,12 +369,20 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
       stop(c);
       failAll(e);
     });
-    c.on('exit', () => {
+    c.on('exit', (code, signal) => {
       children.delete(c);
       if (child === c) {
         child = undefined;
-        // Killed or crashed (not by our timer, which forgets it first): the statement's session is lost.
-        failAll(Object.assign(new Error('The SQLite process stopped.'), { code: 'LOUPE_SQLITE_STOPPED' }));
+        // Not killed by our timer or close (they forget it first). V8 aborts the child when a read passes
+        // its JavaScript heap cap (SQLITE_LIMITS.jsHeapMb): SIGABRT, or exit code 134. Any other end (killed
+        // from outside, crashed) loses the statement's session.
+        const outOfMemory = signal === 'SIGABRT' || code === 134;
+        failAll(
+          Object.assign(new Error('The SQLite process stopped.'), {
+            phase: 'statement',
+            code: outOfMemory ? 'LOUPE_SQLITE_MEMORY' : 'LOUPE_SQLITE_STOPPED',
+          }),
+        );
       }
     });
     child = c;

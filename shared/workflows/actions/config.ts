@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { HEADER_VALUE } from '../../outbound';
 import { templateProblems } from './template';
 
 /**
@@ -68,10 +69,6 @@ const MANAGED_HEADERS = new Set([
   'http2-settings',
 ]);
 
-/** Query parameters that look like secrets are refused in the URL: a credential carries secrets. */
-const SECRET_QUERY =
-  /(secret|token|password|passwd|api[-_]?key|apikey|signature|^sig$|^key$|^auth$|^access[-_]?key)/i;
-
 const noLineBreaks = (s: string) => !/[\r\n\0]/.test(s);
 
 const headerSchema = z.strictObject({
@@ -95,8 +92,8 @@ const headerSchema = z.strictObject({
       z.refine((v) => v.length > 0, 'a header value is required'),
       z.refine((v) => v.length <= LIMITS.headerValue, `at most ${LIMITS.headerValue} characters`),
       z.refine(
-        (v) => !/[^\t\x20-\x7e\x80-\xff]/.test(v),
-        'a header value is printable Latin-1 text: no CR, LF, NUL, other control characters or characters above U+00FF',
+        (v) => HEADER_VALUE.test(v),
+        'a header value is printable Latin-1 text: no control characters (C0 such as TAB, CR, LF, NUL; DEL; C1 such as U+0085) and no characters above U+00FF (such as U+2028, U+2029)',
       ),
     ),
 });
@@ -277,6 +274,5 @@ export const EmailConfigSchema = z
 
 export type EmailActionConfig = z.infer<typeof EmailConfigSchema>;
 
-export function secretQueryParameters(url: URL): string[] {
-  return [...new Set([...url.searchParams.keys()].filter((k) => SECRET_QUERY.test(k)))];
-}
+/** Query parameters that look like secrets are refused in the URL: a credential carries secrets. */
+export { secretQueryParameters } from '../../outbound/secret-query';

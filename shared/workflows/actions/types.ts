@@ -33,6 +33,8 @@ export interface ActionAttempt {
 
 export interface DeliverInput {
   orgId: string;
+  /** The user the run acts for (the caller; the publisher for scheduled runs): a credential is sent only if they may use it. */
+  userId: string;
   runId: string;
   workflow: { id: string; name: string };
   scheduledFor: string | null;

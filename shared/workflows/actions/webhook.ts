@@ -177,7 +177,9 @@ export async function deliverWebhook(input: DeliverInput, ctx: TemplateContext):
     const ct = config.contentType ?? defaultContentType(config.bodyMode);
     if (body !== undefined && ct) headers['content-type'] = ct;
     if (config.credentialId) {
-      const applied = await applyCredential(input.orgId, config.credentialId, config.url, headers);
+      const applied = await applyCredential(input.orgId, config.credentialId, config.url, headers, {
+        usedBy: input.userId,
+      });
       headers = applied.headers;
       redact = applied.redact;
     }
