@@ -10,6 +10,7 @@ import { resetConfig } from '../../shared/platform/config';
 import { setStoreCall } from '../../shared/platform/db/client';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
+import { serveConsole } from './console';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { portStoreCall } from './store-client';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
@@ -44,7 +45,10 @@ export function requestHandler(log: (line: string) => void) {
     if (url.pathname === `/${STAGE}` || url.pathname.startsWith(`/${STAGE}/`))
       path = url.pathname.slice(STAGE.length + 1) || '/';
     else if (url.pathname.startsWith('/.well-known/')) path = url.pathname;
-    else {
+    else if (serveConsole(req, res, url.pathname)) {
+      log(`${req.method} ${url.pathname} ${res.statusCode} console`);
+      return;
+    } else {
       const body = JSON.stringify(
         envelope(randomUUID(), null, {
           code: 'NOT_FOUND',
