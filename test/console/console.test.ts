@@ -29,6 +29,7 @@ const T = `console_${suffix}`;
 const IMG = `<img src=x id=pwn-img onerror="document.title='pwned'">`;
 const SCRIPT = `<script id="pwn-script">document.title='pwned'</script>`;
 const HOSTILE = `${IMG}${SCRIPT}`;
+const POLL = { timeout: 20_000, interval: 50 };
 /** A column name fits PostgreSQL's 63-byte identifiers. */
 const COL = '<img src=x id=pwn-img onerror=alert(1)>';
 
@@ -118,7 +119,7 @@ describe('web console in chromium', () => {
     await tabTo(page, page.getByLabel('API key'));
     await page.keyboard.type('lp_not_a_real_key');
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/key/i);
+    await expect.poll(() => page.getByRole('alert').textContent(), POLL).toMatch(/key/i);
     await page.getByLabel('API key').fill('');
     await signIn(page, s.adminKey);
     const nav = page.getByRole('navigation');
@@ -152,7 +153,7 @@ describe('web console in chromium', () => {
     expect((await s.call('DELETE', `/keys/${k.body.data.id}`)).status).toBe(200);
     await page.getByRole('navigation').getByRole('link', { name: 'Connections', exact: true }).click();
     await page.getByLabel('API key').waitFor();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/./);
+    await expect.poll(() => page.getByRole('alert').textContent(), POLL).toMatch(/./);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
 
@@ -193,7 +194,7 @@ describe('web console in chromium', () => {
     expect(await rows()).toEqual(before);
     // History: both statements, the refused one as REJECTED.
     const history = page.getByRole('region', { name: 'History' });
-    await expect.poll(() => history.getByText(`DELETE FROM ${T}`).count()).toBeGreaterThan(0);
+    await expect.poll(() => history.getByText(`DELETE FROM ${T}`).count(), POLL).toBeGreaterThan(0);
     const pending = (await s.call('GET', '/queries/pending')).body.data;
     expect(pending.map((p: { query: string }) => p.query)).toContain(`DELETE FROM ${T}`);
     for (const p of pending)
@@ -250,16 +251,20 @@ describe('web console in chromium', () => {
       await region.locator('canvas').waitFor();
       // Chart.js drew into the canvas (it is sized and has painted pixels).
       await expect
-        .poll(() =>
-          region.locator('canvas').evaluate((c: any) => {
-            const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-            return c.width > 0 && d.some((v: number) => v !== 0);
-          }),
+        .poll(
+          () =>
+            region.locator('canvas').evaluate((c: any) => {
+              const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+              return c.width > 0 && d.some((v: number) => v !== 0);
+            }),
+          POLL,
         )
         .toBe(true);
     }
     const mrr = page.getByRole('region', { name: 'MRR (USD)' });
-    await expect.poll(async () => (await mrr.locator('.metric-value').textContent()) ?? '').toMatch(/^\d+/);
+    await expect
+      .poll(async () => (await mrr.locator('.metric-value').textContent()) ?? '', POLL)
+      .toMatch(/^\d+/);
     const about = page.getByRole('region', { name: 'About this dashboard' });
     expect(await about.locator('strong').textContent()).toBe('demo SQLite database');
     const span = await page
