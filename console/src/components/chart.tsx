@@ -9,6 +9,13 @@ export interface ChartConfig {
   y?: string | string[];
 }
 
+let chartJs: Promise<typeof import('./chart-js')> | undefined;
+/** Chart.js, in its own chunk, fetched once on first use. */
+export const loadChartJs = () => {
+  chartJs ??= import('./chart-js');
+  return chartJs;
+};
+
 const PALETTE = ['#2563eb', '#16a34a', '#dc2626', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
 
 /** Which column is the x axis and which are the series: the config's, else the first column and every numeric one. */
@@ -43,7 +50,7 @@ export function Chart({
   useEffect(() => {
     let chart: { destroy(): void } | undefined;
     let live = true;
-    import('./chart-js')
+    loadChartJs()
       .then(({ draw }) => {
         if (live && canvas.current) chart = draw(canvas.current, kind, result, axes(result, config), PALETTE);
       })

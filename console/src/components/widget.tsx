@@ -1,12 +1,9 @@
-import { lazy, Suspense } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
-import type { ChartConfig, ChartKind } from './chart';
+import { Chart, type ChartConfig, type ChartKind, loadChartJs } from './chart';
 import { ErrorAlert, Loading, useLoad } from './load';
 import { Markdown } from './markdown';
 import { cell, type Result, ResultTable } from './result-table';
-
-const Chart = lazy(() => import('./chart').then((m) => ({ default: m.Chart })));
 
 export interface WidgetRecord {
   id: string;
@@ -33,6 +30,8 @@ export function parseConfig(config: string): ChartConfig & { text?: string; mark
 export function Widget({ widget: w }: { widget: WidgetRecord }) {
   const [round, setRound] = useState(0);
   const config = parseConfig(w.config);
+  // The chart library starts loading with the widget, beside its data, not after it.
+  if (w.type !== 'TEXT' && w.type !== 'TABLE' && w.type !== 'METRIC') loadChartJs();
   const data = useLoad(
     () =>
       w.type === 'TEXT'
@@ -109,9 +108,5 @@ export function WidgetBody({
       </p>
     );
   }
-  return (
-    <Suspense fallback={<Loading what="chart" />}>
-      <Chart kind={type as ChartKind} result={result} config={config} title={title} />
-    </Suspense>
-  );
+  return <Chart kind={type as ChartKind} result={result} config={config} title={title} />;
 }

@@ -100,6 +100,8 @@ function NewWidget({
   });
   const [error, setError] = useState<ApiError | null>(null);
   const [preview, setPreview] = useState<Result | null>(null);
+  // The form (and its connection list) is made when opened, so a dashboard's first render asks for its widgets only.
+  const [open, setOpen] = useState(false);
   const errors = fieldErrors(error);
   const set = (k: keyof typeof f) => (e: Event) =>
     setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
@@ -151,44 +153,46 @@ function NewWidget({
     </div>
   );
   return (
-    <details class="new">
+    <details class="new" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>Add widget</summary>
-      <form onSubmit={submit} class="stack">
-        {text('title', 'Widget title')}
-        <div class="field">
-          <label for="w-type">Widget type</label>
-          <select id="w-type" value={f.type} onChange={set('type')}>
-            {TYPES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </div>
-        {f.type !== 'TEXT' && (
-          <ConnectionSelect
-            id="w-connection"
-            value={f.connectionId}
-            onChange={(v) => setF({ ...f, connectionId: v })}
-          />
-        )}
-        {f.type !== 'TEXT' && (
+      {open && (
+        <form onSubmit={submit} class="stack">
+          {text('title', 'Widget title')}
           <div class="field">
-            <label for="w-query">Widget SQL</label>
-            <textarea id="w-query" class="code" rows={4} value={f.query} onInput={set('query')} />
+            <label for="w-type">Widget type</label>
+            <select id="w-type" value={f.type} onChange={set('type')}>
+              {TYPES.map((t) => (
+                <option key={t}>{t}</option>
+              ))}
+            </select>
           </div>
-        )}
-        {text('config', 'Options (JSON: x, y, markdown, cacheSeconds)')}
-        {text('width', 'Width (1–12 columns)')}
-        {text('height', 'Height (rows)')}
-        <ErrorAlert error={error} />
-        <p>
           {f.type !== 'TEXT' && (
-            <button type="button" class="secondary" onClick={runPreview}>
-              Preview
-            </button>
-          )}{' '}
-          <button type="submit">Add widget</button>
-        </p>
-      </form>
+            <ConnectionSelect
+              id="w-connection"
+              value={f.connectionId}
+              onChange={(v) => setF({ ...f, connectionId: v })}
+            />
+          )}
+          {f.type !== 'TEXT' && (
+            <div class="field">
+              <label for="w-query">Widget SQL</label>
+              <textarea id="w-query" class="code" rows={4} value={f.query} onInput={set('query')} />
+            </div>
+          )}
+          {text('config', 'Options (JSON: x, y, markdown, cacheSeconds)')}
+          {text('width', 'Width (1–12 columns)')}
+          {text('height', 'Height (rows)')}
+          <ErrorAlert error={error} />
+          <p>
+            {f.type !== 'TEXT' && (
+              <button type="button" class="secondary" onClick={runPreview}>
+                Preview
+              </button>
+            )}{' '}
+            <button type="submit">Add widget</button>
+          </p>
+        </form>
+      )}
       {preview && (
         <section aria-label="Preview" class="widget preview">
           <WidgetBody
