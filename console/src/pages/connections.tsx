@@ -217,7 +217,7 @@ function NewConnection({ onCreated }: { onCreated: () => void }) {
             ...form,
             port: form.port ? Number(form.port) : undefined,
             password: form.password || undefined,
-          } as never,
+          },
         }),
       );
       onCreated();

@@ -67,9 +67,7 @@ function SavedQuery({
     }
     try {
       setResult(
-        await ok(
-          api.POST('/saved-queries/{id}/run', { params: { path: { id: q.id } }, body: { params } as never }),
-        ),
+        await ok(api.POST('/saved-queries/{id}/run', { params: { path: { id: q.id } }, body: { params } })),
       );
     } catch (err) {
       setResult(null);

@@ -60,7 +60,7 @@ function WorkflowDetail({
     [w.id],
   );
   const [error, setError] = useState<ApiError | null>(null);
-  const [warnings, setWarnings] = useState<{ code: string; message: string }[] | null>(null);
+  const [warnings, setWarnings] = useState<string[] | null>(null);
   const runNow = async () => {
     setError(null);
     try {
@@ -79,15 +79,15 @@ function WorkflowDetail({
           params: { path: { id: w.id } },
           body: {
             isActive: true,
-            ...(acknowledge && warnings ? { acknowledgedWarnings: warnings.map((x) => x.code) } : {}),
-          } as never,
+            ...(acknowledge && warnings ? { acknowledgedWarnings: warnings } : {}),
+          },
         }),
       );
       setWarnings(null);
       onChanged();
     } catch (err) {
       const e = err as ApiError;
-      const found = (e.details as { warnings?: { code: string; message: string }[] } | undefined)?.warnings;
+      const found = (e.details as { warnings?: string[] } | undefined)?.warnings;
       if (found?.length) setWarnings(found);
       setError(e);
     }
@@ -117,7 +117,7 @@ function WorkflowDetail({
         <section aria-label="Publish warnings">
           <ul>
             {warnings.map((x) => (
-              <li key={x.code}>{x.message}</li>
+              <li key={x}>{x}</li>
             ))}
           </ul>
           <button type="button" onClick={() => publish(true)}>
