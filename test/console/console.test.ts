@@ -377,6 +377,19 @@ describe('web console in chromium', () => {
     await page.getByText('New connection').click();
     await page.getByRole('button', { name: 'Create connection' }).click();
     await page.locator('#new-name-error').waitFor();
+    // An admin edits one: the change is stored (read back through the API), the password never shown.
+    await page.getByText('Edit connection').click();
+    await page.locator('#edit-name').fill('Demo SaaS (renamed)');
+    await page.getByRole('button', { name: 'Save connection' }).click();
+    await page.getByRole('link', { name: 'Demo SaaS (renamed)' }).waitFor();
+    const conns = (await s.call('GET', '/connections')).body.data as { name: string }[];
+    expect(conns.map((c) => c.name)).toContain('Demo SaaS (renamed)');
+    await page.locator('#edit-name').fill('');
+    await page.getByRole('button', { name: 'Save connection' }).click();
+    await page.locator('#edit-name-error').waitFor();
+    await page.locator('#edit-name').fill('Demo SaaS (SQLite)');
+    await page.getByRole('button', { name: 'Save connection' }).click();
+    await page.getByRole('link', { name: 'Demo SaaS (SQLite)' }).waitFor();
 
     await go(page, 'Saved queries');
     await page.getByLabel('id (required)').fill('2');

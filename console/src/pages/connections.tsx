@@ -42,7 +42,7 @@ export function ConnectionsPage({ id }: { id?: string }) {
               ))}
             </tbody>
           </table>
-          <NewConnection onCreated={() => list.reload()} />
+          <ConnectionForm onSaved={() => list.reload()} />
         </section>
         {selected && (
           <ConnectionDetail key={selected.id} connection={selected} onChanged={() => list.reload()} />
@@ -124,6 +124,7 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
           )}
         </section>
       )}
+      <ConnectionForm existing={c} onSaved={onChanged} />
       <h3>Schema</h3>
       <ErrorAlert error={schema.error} />
       <div class="field">
@@ -192,54 +193,60 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
 
 const TYPES = ['POSTGRES', 'MYSQL', 'MARIADB', 'MSSQL', 'MONGODB', 'SQLITE'] as const;
 
-/** Admins add a connection; the API's validation messages appear beside their fields. */
-function NewConnection({ onCreated }: { onCreated: () => void }) {
+/**
+ * Admins add a connection, or edit one (the password is only sent when typed: it is never shown). The
+ * API's validation messages appear beside their fields.
+ */
+function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved: () => void }) {
   const [form, setForm] = useState({
-    name: '',
-    type: 'POSTGRES' as (typeof TYPES)[number],
-    host: '',
-    port: '',
-    database: '',
-    username: '',
+    name: existing?.name ?? '',
+    type: (existing?.type ?? 'POSTGRES') as (typeof TYPES)[number],
+    host: existing?.host ?? '',
+    port: existing?.port ? String(existing.port) : '',
+    database: existing?.database ?? '',
+    username: existing?.username ?? '',
     password: '',
+    readOnly: existing?.readOnly ?? true,
   });
   const [error, setError] = useState<ApiError | null>(null);
+  const [saved, setSaved] = useState(false);
   const errors = fieldErrors(error);
+  const prefix = existing ? 'edit' : 'new';
   const set = (k: keyof typeof form) => (e: Event) =>
     setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
+    setSaved(false);
+    const body = {
+      ...form,
+      port: form.port ? Number(form.port) : undefined,
+      password: form.password || undefined,
+    };
     try {
-      await ok(
-        api.POST('/connections', {
-          body: {
-            ...form,
-            port: form.port ? Number(form.port) : undefined,
-            password: form.password || undefined,
-          },
-        }),
-      );
-      onCreated();
-      setForm({ ...form, name: '', password: '' });
+      if (existing) await ok(api.PATCH('/connections/{id}', { params: { path: { id: existing.id } }, body }));
+      else await ok(api.POST('/connections', { body }));
+      setSaved(true);
+      onSaved();
+      setForm({ ...form, password: '', ...(existing ? {} : { name: '' }) });
     } catch (err) {
       setError(err as ApiError);
     }
   };
-  const field = (k: keyof typeof form, label: string, type: 'text' | 'password' = 'text') => (
+  const field = (k: 'name' | 'host' | 'port' | 'database' | 'username' | 'password', label: string) => (
     <div class="field">
-      <label for={`new-${k}`}>{label}</label>
+      <label for={`${prefix}-${k}`}>{label}</label>
       <input
-        id={`new-${k}`}
-        {...({ type } as { type: 'text' })}
+        id={`${prefix}-${k}`}
+        {...({ type: k === 'password' ? 'password' : 'text' } as { type: 'text' })}
         value={form[k]}
         onInput={set(k)}
         aria-invalid={errors[k] ? true : undefined}
-        aria-describedby={errors[k] ? `new-${k}-error` : undefined}
+        aria-describedby={errors[k] ? `${prefix}-${k}-error` : undefined}
         autocomplete="off"
       />
       {errors[k] && (
-        <span id={`new-${k}-error`} class="field-error">
+        <span id={`${prefix}-${k}-error`} class="field-error">
           {errors[k]}
         </span>
       )}
@@ -247,12 +254,12 @@ function NewConnection({ onCreated }: { onCreated: () => void }) {
   );
   return (
     <details class="new">
-      <summary>New connection</summary>
+      <summary>{existing ? 'Edit connection' : 'New connection'}</summary>
       <form onSubmit={submit} class="stack">
         {field('name', 'Name')}
         <div class="field">
-          <label for="new-type">Type</label>
-          <select id="new-type" value={form.type} onChange={set('type')}>
+          <label for={`${prefix}-type`}>Type</label>
+          <select id={`${prefix}-type`} value={form.type} onChange={set('type')}>
             {TYPES.map((t) => (
               <option key={t}>{t}</option>
             ))}
@@ -262,9 +269,18 @@ function NewConnection({ onCreated }: { onCreated: () => void }) {
         {field('port', 'Port')}
         {field('database', 'Database')}
         {field('username', 'Username')}
-        {field('password', 'Password', 'password')}
+        {field('password', existing ? 'New password (leave empty to keep it)' : 'Password')}
+        <label>
+          <input
+            type="checkbox"
+            checked={form.readOnly}
+            onChange={(e) => setForm({ ...form, readOnly: e.currentTarget.checked })}
+          />{' '}
+          Read-only (writes are never submitted for approval)
+        </label>
         <ErrorAlert error={error} />
-        <button type="submit">Create connection</button>
+        {saved && <p role="status">Saved.</p>}
+        <button type="submit">{existing ? 'Save connection' : 'Create connection'}</button>
       </form>
     </details>
   );
