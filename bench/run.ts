@@ -1,5 +1,6 @@
 import { bundleSize } from './bundle-size';
 import { coldStart } from './cold-start';
+import { consoleBench } from './console';
 import { BenchContext, type BenchModule, type BenchReport } from './context';
 import { guard } from './guard';
 import { linking } from './linking';
@@ -15,7 +16,16 @@ import { query } from './query';
  * with an admin key, the function bundles). To add one, write `bench/<name>.ts` exporting a
  * `BenchModule` ({ name, description, run(ctx) → { head, rows, notes?, overTarget } }) and list it here.
  */
-export const benchModules: BenchModule[] = [bundleSize, coldStart, query, mcp, load, guard, linking];
+export const benchModules: BenchModule[] = [
+  bundleSize,
+  coldStart,
+  query,
+  mcp,
+  load,
+  guard,
+  linking,
+  consoleBench,
+];
 
 function args(argv: string[]) {
   const get = (flag: string) => {

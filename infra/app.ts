@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -17,9 +19,14 @@ const functions = functionEntries();
 // Settings first: a bad value stops synth before the (slower) bundling.
 const { stackName, ...settings } = readDeploymentSettings((key) => app.node.tryGetContext(key), functions);
 await bundleFunctions(functions, bundleRoot);
+// The web console, served by CloudFront beside the API (built here when missing, like `npm start` does).
+const consoleDir = join(ROOT, 'console', 'dist');
+if (!existsSync(join(consoleDir, 'index.html')))
+  execFileSync('npm', ['run', 'build:console'], { cwd: ROOT, stdio: 'inherit' });
 
 new LoupeStack(app, stackName, {
   bundleRoot,
+  consoleDir,
   functions,
   settings,
   description: 'Loupe: databases in plain language, safe SQL, dashboards and workflows over a JSON API',

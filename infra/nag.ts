@@ -40,6 +40,65 @@ export function acknowledgeNagFindings(stack: LoupeStack): void {
     "AmazonAPIGatewayPushToCloudWatchLogs is AWS's documented policy for API Gateway's account-level logging role, needed for the stage's execution logs (APIG6).",
   );
 
+  if (stack.console) {
+    const c = stack.console;
+    ack(
+      c.bucket,
+      'S1',
+      "The bucket holds only the console's public build (no user data) and is read solely by CloudFront through origin access control; viewer requests are in CloudFront's metrics, and the API's requests in its access logs.",
+    );
+    const d = c.distribution;
+    ack(
+      d,
+      'CFR1',
+      'The console and API serve customers wherever they are; an operator can add geo restrictions at deployment.',
+    );
+    ack(
+      d,
+      'CFR2',
+      'Abuse of the API is limited by stage throttling and per-organization and per-IP rate limits in the functions (see APIG3); a WAF web ACL can be associated at deployment where policy requires one.',
+    );
+    ack(
+      d,
+      'CFR3',
+      "The console's files are static and public; API calls through the distribution are logged by the API stage's access logs (one log per request with the caller's IP), so CloudFront standard logs would only repeat them.",
+    );
+    ack(
+      d,
+      'CFR4',
+      "The distribution uses CloudFront's default *.cloudfront.net certificate, whose viewer TLS policy CloudFront fixes; minimumProtocolVersion is TLSv1.2_2021 and takes effect as soon as a custom domain certificate is attached.",
+    );
+    // CDK's bucket deployment: one singleton function that copies the build from the CDK asset bucket.
+    for (const child of stack.node.children)
+      if (child.node.id.startsWith('Custom::CDKBucketDeployment')) {
+        ack(
+          child,
+          'L1',
+          "CDK's BucketDeployment picks its own Lambda runtime; it runs only during deployment to copy the console's files.",
+        );
+        ack(
+          child,
+          'IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+          "AWS's managed policy for the CloudWatch logs of CDK's BucketDeployment function (deployment time only).",
+        );
+        for (const finding of [
+          'Action::s3:GetObject*',
+          'Action::s3:GetBucket*',
+          'Action::s3:List*',
+          'Action::s3:DeleteObject*',
+          'Action::s3:Abort*',
+          'Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*',
+          `Resource::${arnOf(c.bucket)}/*`,
+          'Resource::*',
+        ])
+          ack(
+            child,
+            `IAM5[${finding}]`,
+            "CDK's BucketDeployment grants: read the console's build from the CDK asset bucket, replace the files of the console bucket (prune), and invalidate the distribution's index.html (CloudFront invalidations take no resource ARN).",
+          );
+      }
+  }
+
   if (stack.modelKey)
     ack(
       stack.modelKey,

@@ -12,6 +12,7 @@ import { MODEL_SECRET_PLACEHOLDER } from '../shared/ai/secret';
 import { createTableInput, mainTable } from '../shared/platform/db/table';
 import { type Need, runsInVpc } from '../shared/platform/needs';
 import { LoupeApi } from './constructs/api';
+import { LoupeConsole } from './constructs/console';
 import { functionArnOf, LoupeFunction } from './constructs/function';
 import { LoupeWorkers } from './constructs/workers';
 import { bundleDirOf, type FunctionEntry, functionEntries } from './functions';
@@ -23,6 +24,8 @@ export interface LoupeStackProps extends StackProps {
   bundleRoot: string;
   /** Functions to deploy; all of the manifests by default. */
   functions?: FunctionEntry[];
+  /** The built web console (console/dist); served by CloudFront under the API's origin when given. */
+  consoleDir?: string;
   /** Deployment settings (infra/settings.ts); every one is optional. */
   settings?: Partial<Omit<DeploymentSettings, 'stackName'>>;
   logRetention?: logs.RetentionDays;
@@ -40,6 +43,7 @@ export const CA_BUNDLE_FILE = 'ca-bundle.pem';
  */
 export class LoupeStack extends Stack {
   readonly api: LoupeApi;
+  readonly console?: LoupeConsole;
   readonly table: dynamodb.Table;
   readonly key: kms.Key;
   readonly workers: LoupeWorkers;
@@ -155,6 +159,13 @@ export class LoupeStack extends Stack {
     }
 
     new CfnOutput(this, 'ApiUrl', { value: `${this.api.url}/`, description: 'Base URL of the Loupe API' });
+    if (props.consoleDir) {
+      this.console = new LoupeConsole(this, 'Console', { api: this.api.api, consoleDir: props.consoleDir });
+      new CfnOutput(this, 'ConsoleUrl', {
+        value: this.console.url,
+        description: 'The web console (its API is the same origin + /v1)',
+      });
+    }
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'KmsKeyId', { value: this.key.keyId });
     new CfnOutput(this, 'ModelKeySecretArn', {

@@ -10,6 +10,7 @@ import { resetConfig } from '../../shared/platform/config';
 import { setStoreCall } from '../../shared/platform/db/client';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
+import { serveConsole } from './console';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
 import { serveReference } from './reference-page';
 import { portStoreCall } from './store-client';
@@ -47,6 +48,9 @@ export function requestHandler(log: (line: string) => void) {
     else if (url.pathname.startsWith('/.well-known/')) path = url.pathname;
     else if (req.method === 'GET' && (await serveReference(url.pathname, STAGE, res))) {
       log(`${req.method} ${url.pathname} 200`);
+      return;
+    } else if (serveConsole(req, res, url.pathname)) {
+      log(`${req.method} ${url.pathname} ${res.statusCode} console`);
       return;
     } else {
       const body = JSON.stringify(

@@ -4,6 +4,7 @@ import { startLocal } from './app';
 const port = Number(process.env.PORT ?? 3000);
 const app = await startLocal({ port });
 console.log(`Loupe is serving ${app.url} (data in ${app.dataDir})`);
+console.log(`Web console: ${app.url.replace(/\/v1$/, '/')}`);
 if (app.createdKey && !process.env.LOUPE_ADMIN_KEY) {
   console.log(`\nAdmin API key (shown once; also saved to ${app.dataDir}/admin-key):\n  ${app.createdKey}\n`);
 }

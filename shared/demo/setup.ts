@@ -7,6 +7,7 @@ import { testConnection } from '../connections/test-connection';
 import { orgSqliteDir } from '../databases/sqlite-source';
 import { db } from '../platform/db/store';
 import { nowIso } from '../platform/ids';
+import { createDemoDashboard, DEMO_DASHBOARD_TITLE } from './dashboard';
 import { ensureDemoDatabase } from './generate';
 
 export const DEMO_CONNECTION_NAME = 'Demo SaaS (SQLite)';
@@ -14,7 +15,7 @@ export const DEMO_FILE = 'demo.sqlite';
 
 /**
  * Demo data for a local install: the SQLite demo database in the data directory, registered as a
- * connection of the bootstrap organization and tested (so its schema is cached).
+ * connection of the bootstrap organization and tested (so its schema is cached), and a demo dashboard over it.
  *
  * Progress is kept in `LOCAL / DEMO` ({status: pending | done, connectionId}), so an interrupted setup
  * is finished on the next start and a finished one is never repeated (a user who deletes the demo
@@ -26,10 +27,18 @@ export async function setUpDemo(input: {
   adminUserId: string;
   firstStart: boolean;
   log: (line: string) => void;
-}): Promise<{ connectionId: string } | undefined> {
-  const marker = await db.get<{ status: 'pending' | 'done'; connectionId?: string }>('LOCAL', 'DEMO');
+}): Promise<{ connectionId: string; dashboardId: string } | undefined> {
+  const marker = await db.get<{ status: 'pending' | 'done'; connectionId?: string; dashboardId?: string }>(
+    'LOCAL',
+    'DEMO',
+  );
   if (marker?.status === 'done') {
-    if (marker.connectionId) await moveIntoOrgFolder(input, marker.connectionId);
+    if (marker.connectionId) {
+      await moveIntoOrgFolder(input, marker.connectionId);
+      // Installs from before the demo dashboard existed get it once, while the demo connection is there.
+      if (!marker.dashboardId && (await connectionStore.get(input.orgId, marker.connectionId)))
+        await addDemoDashboard(input, marker.connectionId);
+    }
     return undefined;
   }
   if (!marker && !input.firstStart) return undefined;
@@ -40,14 +49,7 @@ export async function setUpDemo(input: {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, DEMO_FILE);
   if (ensureDemoDatabase(file)) input.log(`demo: created ${file}`);
-  const ctx: AuthContext = {
-    orgId: input.orgId,
-    userId: input.adminUserId,
-    keyId: 'local-startup',
-    role: 'admin',
-    scopes: ['*'],
-    connectionIds: [],
-  };
+  const ctx = adminContext(input);
   let connectionId = marker?.connectionId;
   if (!connectionId || !(await connectionStore.get(input.orgId, connectionId))) {
     const conn = await createConnection(ctx, {
@@ -61,10 +63,31 @@ export async function setUpDemo(input: {
   }
   const result = await testConnection(ctx, connectionId);
   if (result.schemaError) throw new Error(`demo: the schema could not be cached: ${result.schemaError}`);
+  const dashboardId = marker?.dashboardId ?? (await addDemoDashboard(input, connectionId));
   await db.patch('LOCAL', 'DEMO', { status: 'done', doneAt: nowIso() });
   input.log(`demo: connection "${DEMO_CONNECTION_NAME}" (${connectionId}) is ready`);
-  return { connectionId };
+  return { connectionId, dashboardId };
 }
+
+/** The demo dashboard (MRR by plan, signups by month, churn) over the demo connection, recorded in the marker. */
+async function addDemoDashboard(
+  input: { orgId: string; adminUserId: string; log: (line: string) => void },
+  connectionId: string,
+) {
+  const dashboardId = await createDemoDashboard(adminContext(input), connectionId);
+  await db.patch('LOCAL', 'DEMO', { dashboardId });
+  input.log(`demo: dashboard "${DEMO_DASHBOARD_TITLE}" (${dashboardId}) is ready`);
+  return dashboardId;
+}
+
+const adminContext = (input: { orgId: string; adminUserId: string }): AuthContext => ({
+  orgId: input.orgId,
+  userId: input.adminUserId,
+  keyId: 'local-startup',
+  role: 'admin',
+  scopes: ['*'],
+  connectionIds: [],
+});
 
 /**
  * Installs from before SQLite sources were confined to the organization's folder registered the demo as

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
@@ -59,11 +59,15 @@ const fixtures: FunctionEntry[] = [
 const manifest = functionEntries();
 const all = [...manifest, ...fixtures];
 let bundleRoot: string;
+let consoleDir: string;
 let stack: LoupeStack;
 let template: Template;
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
 const resourcesOf = (type: string) => Object.entries(template.findResources(type)) as [string, Resource][];
+/** The service's functions (without CDK's bucket deployment function of the console). */
+const serviceFunctions = () =>
+  resourcesOf('AWS::Lambda::Function').filter(([id]) => !id.startsWith('CustomCDKBucketDeployment'));
 /** The statements of one function's own policy. */
 const statementsOf = (f: FunctionEntry): any[] => {
   const role = stack.functions.get(`${f.kind}/${f.name}`)!.role;
@@ -78,18 +82,27 @@ beforeAll(async () => {
   httpGroups.push(streamGroup);
   bundleRoot = mkdtempSync(join(tmpdir(), 'loupe-bundles-'));
   await bundleFunctions(all, bundleRoot);
-  stack = new LoupeStack(new App(), 'LoupeTest', { bundleRoot, functions: all });
+  // A stand-in for console/dist (the stack only uploads the folder).
+  consoleDir = mkdtempSync(join(tmpdir(), 'loupe-console-dist-'));
+  mkdirSync(join(consoleDir, 'assets'));
+  writeFileSync(
+    join(consoleDir, 'index.html'),
+    '<!doctype html><script type="module" src="/assets/a.js"></script>',
+  );
+  writeFileSync(join(consoleDir, 'assets', 'a.js'), 'console.log(1)');
+  stack = new LoupeStack(new App(), 'LoupeTest', { bundleRoot, consoleDir, functions: all });
   template = Template.fromStack(stack);
 }, 600_000); // bundling every function takes minutes on a loaded 2-core machine
 
 afterAll(() => {
   httpGroups.splice(httpGroups.indexOf(streamGroup), 1);
   if (bundleRoot) rmSync(bundleRoot, { recursive: true, force: true });
+  if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
 }, 300_000); // bundles all 21 functions: a minute or more on a busy 2-core machine
 
 describe('functions', () => {
   it('creates one nodejs24.x arm64 function per HTTP group and worker, named after it', () => {
-    const fns = resourcesOf('AWS::Lambda::Function');
+    const fns = serviceFunctions();
     expect(fns).toHaveLength(all.length);
     for (const f of all) {
       const kind = f.kind === 'http' ? 'http' : 'worker';
@@ -104,7 +117,7 @@ describe('functions', () => {
   });
 
   it('gives every function the runtime configuration the service reads', () => {
-    for (const [, r] of resourcesOf('AWS::Lambda::Function')) {
+    for (const [, r] of serviceFunctions()) {
       const env = r.Properties.Environment.Variables;
       for (const name of [
         'LOUPE_TABLE_NAME',
@@ -125,7 +138,7 @@ describe('functions', () => {
   });
 
   it("tells functions each worker's ARN by the worker function's real name", () => {
-    const [, fn] = resourcesOf('AWS::Lambda::Function')[0];
+    const [, fn] = serviceFunctions()[0];
     const arns = stack.resolve(fn.Properties.Environment.Variables.LOUPE_WORKER_ARNS);
     const text = JSON.stringify(arns);
     for (const w of [queueWorker, scheduledWorker])
@@ -148,7 +161,7 @@ describe('functions', () => {
       if (o['Fn::Join']) return (o['Fn::Join'][1] as unknown[]).map(render).join(o['Fn::Join'][0]);
       throw new Error(`unexpected value ${JSON.stringify(v)}`);
     };
-    for (const [, r] of resourcesOf('AWS::Lambda::Function')) {
+    for (const [, r] of serviceFunctions()) {
       const env = r.Properties.Environment.Variables as Record<string, unknown>;
       const bytes = Object.entries(env).reduce((n, [k, v]) => n + k.length + render(v).length, 0);
       expect(bytes, r.Properties.FunctionName).toBeLessThan(4096);
@@ -269,6 +282,61 @@ describe('REST API', () => {
       StatusCode: '429',
       ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"code":"RATE_LIMITED"') },
     });
+  });
+});
+
+describe('web console', () => {
+  it('serves the console from a private bucket through CloudFront with origin access control and HTTPS', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+    });
+    template.resourceCountIs('AWS::CloudFront::OriginAccessControl', 1);
+    const [, dist] = resourcesOf('AWS::CloudFront::Distribution')[0];
+    const config = dist.Properties.DistributionConfig;
+    expect(config.DefaultRootObject).toBe('index.html');
+    expect(config.DefaultCacheBehavior.ViewerProtocolPolicy).toBe('redirect-to-https');
+    expect(config.ViewerCertificate?.MinimumProtocolVersion ?? 'TLSv1.2_2021').toBe('TLSv1.2_2021');
+  });
+
+  it('routes /v1/* and /.well-known/* to the API stage on the same origin, uncached, with every method', () => {
+    const [, dist] = resourcesOf('AWS::CloudFront::Distribution')[0];
+    const config = dist.Properties.DistributionConfig;
+    const behaviors = config.CacheBehaviors as any[];
+    expect(behaviors.map((b) => b.PathPattern).sort()).toEqual(['/.well-known/*', `/${STAGE}/*`]);
+    const apiOrigin = (config.Origins as any[]).find((o) => o.CustomOriginConfig);
+    expect(JSON.stringify(apiOrigin.DomainName)).toContain(logicalId(stack.api.api));
+    expect(apiOrigin.CustomOriginConfig.OriginProtocolPolicy).toBe('https-only');
+    for (const b of behaviors) {
+      expect(b.TargetOriginId).toBe(apiOrigin.Id);
+      expect(b.AllowedMethods).toEqual(expect.arrayContaining(['POST', 'PATCH', 'DELETE', 'PUT']));
+      expect(b.CachePolicyId).toBe('4135ea2d-6df8-44a3-9df3-4b5a84be39ad'); // CachingDisabled
+      expect(b.ViewerProtocolPolicy).toBe('https-only');
+    }
+  });
+
+  it("sends the console's strict Content-Security-Policy and security headers", () => {
+    template.hasResourceProperties('AWS::CloudFront::ResponseHeadersPolicy', {
+      ResponseHeadersPolicyConfig: Match.objectLike({
+        SecurityHeadersConfig: Match.objectLike({
+          ContentSecurityPolicy: {
+            ContentSecurityPolicy: Match.stringLikeRegexp("^default-src 'self'"),
+            Override: true,
+          },
+          FrameOptions: { FrameOption: 'DENY', Override: true },
+          ContentTypeOptions: { Override: true },
+        }),
+      }),
+    });
+  });
+
+  it('uploads the built console and exports its URL', () => {
+    template.resourceCountIs('Custom::CDKBucketDeployment', 1);
+    expect(Object.keys(template.toJSON().Outputs)).toContain('ConsoleUrl');
   });
 });
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEMO_DASHBOARD_TITLE, DEMO_WIDGETS } from '../../shared/demo/dashboard';
 import { generateDemoDatabase } from '../../shared/demo/generate';
 import { DEMO_CONNECTION_NAME, demoEnabled } from '../../shared/demo/setup';
 import { db } from '../../shared/platform/db/store';
@@ -91,6 +92,29 @@ describe('local demo data', () => {
         'Growth',
         'Starter',
       ]);
+      // The demo dashboard: every widget with a query answers rows from the demo database.
+      const boards = (await s.call('GET', '/dashboards')).body.data;
+      expect(boards.map((d: { title: string }) => d.title)).toEqual([DEMO_DASHBOARD_TITLE]);
+      const widgets = boards[0].widgets as {
+        id: string;
+        type: string;
+        title: string;
+        query: string | null;
+      }[];
+      expect(widgets.map((w) => [w.type, w.title])).toEqual(DEMO_WIDGETS.map((w) => [w.type, w.title]));
+      for (const w of widgets.filter((x) => x.query)) {
+        const data = await s.call('GET', `/dashboards/${boards[0].id}/widgets/${w.id}/data`);
+        expect(data.status, `${w.title}: ${data.text}`).toBe(200);
+        expect(data.body.data.rowCount, w.title).toBeGreaterThan(0);
+      }
+      const byPlan = widgets.find((w) => w.title === 'MRR by plan')!;
+      const plans = (await s.call('GET', `/dashboards/${boards[0].id}/widgets/${byPlan.id}/data`)).body.data;
+      expect(plans.columns).toEqual(['plan', 'mrr_usd']);
+      expect(plans.rows.map((r: { plan: string }) => r.plan).sort()).toEqual([
+        'Enterprise',
+        'Growth',
+        'Starter',
+      ]);
     } finally {
       await s.stop({ keepData: true });
     }
@@ -99,6 +123,7 @@ describe('local demo data', () => {
     try {
       const list = await again.call('GET', '/connections');
       expect(list.body.data.filter((c: { name: string }) => c.name === DEMO_CONNECTION_NAME)).toHaveLength(1);
+      expect((await again.call('GET', '/dashboards')).body.data).toHaveLength(1);
       expect((await again.call('DELETE', `/connections/${demoId}`)).status).toBe(200);
     } finally {
       await again.stop({ keepData: true });
@@ -137,6 +162,32 @@ describe('local demo data', () => {
       expect(q.status, q.text).toBe(200);
     } finally {
       await again.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('an install whose demo predates the demo dashboard gets the dashboard once on the next start', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'loupe-demo-board-'));
+    const first = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
+    const board = (await first.call('GET', '/dashboards')).body.data[0];
+    // The state an older version left: the demo done, no dashboard recorded or made.
+    expect((await first.call('DELETE', `/dashboards/${board.id}`)).status).toBe(200);
+    await db.patch('LOCAL', 'DEMO', { dashboardId: undefined });
+    await first.stop({ keepData: true });
+    const again = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
+    try {
+      const boards = (await again.call('GET', '/dashboards')).body.data;
+      expect(boards.map((d: { title: string }) => d.title)).toEqual([DEMO_DASHBOARD_TITLE]);
+      // Deleted by the user afterwards, it stays deleted.
+      expect((await again.call('DELETE', `/dashboards/${boards[0].id}`)).status).toBe(200);
+    } finally {
+      await again.stop({ keepData: true });
+    }
+    const third = await startTestServer({ dataDir, env: { LOUPE_DEMO_DATA: 'true' } });
+    try {
+      expect((await third.call('GET', '/dashboards')).body.data).toEqual([]);
+    } finally {
+      await third.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

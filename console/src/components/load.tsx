@@ -1,0 +1,42 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError } from '../api/client';
+
+/** Loads `fn` on mount and whenever `deps` change; `reload` runs it again. */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
+  const [state, setState] = useState<{ data?: T; error?: ApiError | Error; loading: boolean }>({
+    loading: true,
+  });
+  const run = useCallback(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    fn().then(
+      (data) => live && setState({ data, loading: false }),
+      (error) => live && setState({ error, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, deps);
+  useEffect(run, [run]);
+  return { ...state, reload: run };
+}
+
+/** An API error as the API said it (text, never markup), in an alert. */
+export function ErrorAlert({ error, children }: { error?: Error | null; children?: ComponentChildren }) {
+  if (!error) return null;
+  return (
+    <div role="alert" class="alert">
+      <strong>{error instanceof ApiError ? error.code : 'Error'}</strong>: {error.message}
+      {children}
+    </div>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p aria-busy="true" class="muted">
+      Loading {what}…
+    </p>
+  );
+}

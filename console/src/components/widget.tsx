@@ -1,0 +1,112 @@
+import { useState } from 'preact/hooks';
+import { api, ok } from '../api/client';
+import { Chart, type ChartConfig, type ChartKind, loadChartJs } from './chart';
+import { ErrorAlert, Loading, useLoad } from './load';
+import { Markdown } from './markdown';
+import { cell, type Result, ResultTable } from './result-table';
+
+export interface WidgetRecord {
+  id: string;
+  dashboardId: string;
+  type: 'TABLE' | 'METRIC' | 'LINE' | 'BAR' | 'AREA' | 'PIE' | 'SCATTER' | 'TEXT';
+  title: string;
+  query: string | null;
+  config: string;
+  width: number;
+  height: number;
+  position: number;
+}
+
+export function parseConfig(config: string): ChartConfig & { text?: string; markdown?: string } {
+  try {
+    const v = JSON.parse(config || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+/** One widget: a region named by its title, placed on the dashboard's 12-column grid. */
+export function Widget({ widget: w }: { widget: WidgetRecord }) {
+  const [round, setRound] = useState(0);
+  const config = parseConfig(w.config);
+  // The chart library starts loading with the widget, beside its data, not after it.
+  if (w.type !== 'TEXT' && w.type !== 'TABLE' && w.type !== 'METRIC') loadChartJs();
+  const data = useLoad(
+    () =>
+      w.type === 'TEXT'
+        ? Promise.resolve(null)
+        : ok(
+            api.GET('/dashboards/{id}/widgets/{widgetId}/data', {
+              params: { path: { id: w.dashboardId, widgetId: w.id } },
+            }),
+          ),
+    [w.id, round],
+  );
+  const titleId = `widget-${w.id}`;
+  return (
+    <section
+      class="widget"
+      aria-labelledby={titleId}
+      style={{
+        gridColumn: `span ${Math.min(12, Math.max(1, w.width))}`,
+        gridRow: `span ${Math.max(1, w.height)}`,
+      }}
+      data-widget-type={w.type}
+    >
+      <header>
+        <h2 id={titleId}>{w.title}</h2>
+        {w.type !== 'TEXT' && (
+          <span class="widget-tools">
+            {data.data?.cached && (
+              <span class="badge muted" title={data.data.cachedAt ?? ''}>
+                Cached {data.data.cachedAt ? new Date(data.data.cachedAt).toLocaleTimeString() : ''}
+              </span>
+            )}
+            <button
+              type="button"
+              class="link"
+              onClick={() => setRound(round + 1)}
+              aria-label={`Refresh ${w.title}`}
+            >
+              Refresh
+            </button>
+          </span>
+        )}
+      </header>
+      {w.type === 'TEXT' ? (
+        <Markdown source={config.markdown ?? config.text ?? w.query ?? ''} />
+      ) : (
+        <>
+          <ErrorAlert error={data.error} />
+          {data.loading && !data.data && <Loading what="data" />}
+          {data.data && <WidgetBody type={w.type} result={data.data} config={config} title={w.title} />}
+        </>
+      )}
+    </section>
+  );
+}
+
+export function WidgetBody({
+  type,
+  result,
+  config,
+  title,
+}: {
+  type: WidgetRecord['type'];
+  result: Result;
+  config: ChartConfig;
+  title: string;
+}) {
+  if (type === 'TABLE') return <ResultTable result={result} summary={false} />;
+  if (type === 'METRIC') {
+    const col = (typeof config.y === 'string' && config.y) || result.columns[0];
+    return (
+      <p class="metric">
+        <span class="metric-value">{cell(result.rows[0]?.[col])}</span>
+        <span class="metric-label">{col}</span>
+      </p>
+    );
+  }
+  return <Chart kind={type as ChartKind} result={result} config={config} title={title} />;
+}

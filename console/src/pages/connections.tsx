@@ -1,0 +1,287 @@
+import { useState } from 'preact/hooks';
+import { type ApiError, api, ok } from '../api/client';
+import { type Connection, useConnections } from '../components/connection-select';
+import { fieldErrors } from '../components/field-errors';
+import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { href } from '../router';
+
+/** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
+export function ConnectionsPage({ id }: { id?: string }) {
+  const list = useConnections();
+  const selected = list.data?.find((c) => c.id === id);
+  return (
+    <>
+      <h1>Connections</h1>
+      <ErrorAlert error={list.error} />
+      {list.loading && !list.data && <Loading what="connections" />}
+      <div class="split">
+        <section aria-label="Connection list">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last test</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(list.data ?? []).map((c) => (
+                <tr key={c.id} aria-selected={c.id === id}>
+                  <td>
+                    <a href={href('connections', c.id)}>{c.name}</a>
+                  </td>
+                  <td>{c.type}</td>
+                  <td>
+                    <span class={`badge ${c.lastError ? 'failed' : c.isActive ? 'success' : 'muted'}`}>
+                      {!c.isActive ? 'inactive' : c.lastError ? 'failing' : 'active'}
+                    </span>
+                  </td>
+                  <td>{c.lastTestedAt ? new Date(c.lastTestedAt).toLocaleString() : 'never'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <ConnectionForm onSaved={() => list.reload()} />
+        </section>
+        {selected && (
+          <ConnectionDetail key={selected.id} connection={selected} onChanged={() => list.reload()} />
+        )}
+      </div>
+    </>
+  );
+}
+
+function ConnectionDetail({ connection: c, onChanged }: { connection: Connection; onChanged: () => void }) {
+  const [search, setSearch] = useState('');
+  const [test, setTest] = useState<{ success: boolean; message: string; latency: number } | null>(null);
+  const [testError, setTestError] = useState<ApiError | null>(null);
+  const [testing, setTesting] = useState(false);
+  const schema = useLoad(
+    () => ok(api.GET('/connections/{id}/schema', { params: { path: { id: c.id } } })),
+    [c.id],
+  );
+  const notes = useLoad(
+    () =>
+      ok(
+        api.GET('/connections/{id}/annotations', {
+          params: { path: { id: c.id }, query: { pageSize: 100 } },
+        }),
+      ),
+    [c.id],
+  );
+  const runTest = async () => {
+    setTesting(true);
+    setTestError(null);
+    try {
+      setTest(await ok(api.POST('/connections/{id}/test', { params: { path: { id: c.id } } })));
+    } catch (e) {
+      setTestError(e as ApiError);
+    } finally {
+      setTesting(false);
+      onChanged();
+    }
+  };
+  const q = search.trim().toLowerCase();
+  const tables = (schema.data?.schema.tables ?? []).filter(
+    (t) =>
+      !q || t.name.toLowerCase().includes(q) || t.columns.some((col) => col.name.toLowerCase().includes(q)),
+  );
+  const noteFor = (table: string, column?: string) =>
+    (notes.data ?? []).filter(
+      (n) => n.tableName === table && (column === undefined ? !n.columnName : n.columnName === column),
+    );
+  const d = c.lastErrorDiagnosis;
+  return (
+    <section aria-labelledby="conn-title" class="detail">
+      <h2 id="conn-title">{c.name}</h2>
+      <p class="muted">
+        {c.type} · {c.host || c.database} · {c.readOnly ? 'read-only' : 'writes through approvals'}
+      </p>
+      <p>
+        <button type="button" onClick={runTest} disabled={testing}>
+          Test connection
+        </button>{' '}
+        <a href={href('query', c.id)}>Query this connection</a>
+      </p>
+      {test && (
+        <p role="status" class={test.success ? 'ok' : 'alert'}>
+          {test.success ? 'Connected' : 'Failed'} in {test.latency} ms: {test.message}
+        </p>
+      )}
+      <ErrorAlert error={testError} />
+      {c.lastError && (
+        <section class="diagnosis" aria-label="Diagnosis">
+          <h3>{d?.title ?? 'Last error'}</h3>
+          <p>{c.lastError}</p>
+          {d && <p>{d.explanation}</p>}
+          {d && d.fixSteps.length > 0 && (
+            <ol>
+              {d.fixSteps.map((s) => (
+                <li key={s}>{s}</li>
+              ))}
+            </ol>
+          )}
+        </section>
+      )}
+      <ConnectionForm existing={c} onSaved={onChanged} />
+      <h3>Schema</h3>
+      <ErrorAlert error={schema.error} />
+      <div class="field">
+        <label for="schema-search">Search tables and columns</label>
+        <input
+          id="schema-search"
+          type="search"
+          value={search}
+          onInput={(e) => setSearch(e.currentTarget.value)}
+        />
+      </div>
+      {schema.loading && <Loading what="schema" />}
+      {tables.map((t) => (
+        <details key={`${t.schema ?? ''}.${t.name}`} class="table-schema" open={tables.length <= 3}>
+          <summary>
+            {t.schema ? `${t.schema}.` : ''}
+            {t.name}{' '}
+            <span class="muted">
+              ({t.kind}, {t.columns.length} columns)
+            </span>
+          </summary>
+          {t.comment && <p class="muted">{t.comment}</p>}
+          {noteFor(t.name).map((n) => (
+            <p key={n.id} class="note">
+              {n.annotation}
+            </p>
+          ))}
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Column</th>
+                <th scope="col">Type</th>
+                <th scope="col">Key</th>
+                <th scope="col">Notes</th>
+              </tr>
+            </thead>
+            <tbody>
+              {t.columns.map((col) => {
+                const fk = t.foreignKeys.find((f) => f.columns.includes(col.name));
+                return (
+                  <tr key={col.name}>
+                    <td>{col.name}</td>
+                    <td>
+                      {col.type}
+                      {col.nullable ? '' : ' not null'}
+                    </td>
+                    <td>
+                      {col.primaryKey ? 'primary key' : ''}
+                      {fk ? `→ ${fk.referencedTable}(${fk.referencedColumns.join(', ')})` : ''}
+                    </td>
+                    <td>
+                      {[col.comment, ...noteFor(t.name, col.name).map((n) => n.annotation)]
+                        .filter(Boolean)
+                        .join(' · ')}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </details>
+      ))}
+    </section>
+  );
+}
+
+const TYPES = ['POSTGRES', 'MYSQL', 'MARIADB', 'MSSQL', 'MONGODB', 'SQLITE'] as const;
+
+/**
+ * Admins add a connection, or edit one (the password is only sent when typed: it is never shown). The
+ * API's validation messages appear beside their fields.
+ */
+function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved: () => void }) {
+  const [form, setForm] = useState({
+    name: existing?.name ?? '',
+    type: (existing?.type ?? 'POSTGRES') as (typeof TYPES)[number],
+    host: existing?.host ?? '',
+    port: existing?.port ? String(existing.port) : '',
+    database: existing?.database ?? '',
+    username: existing?.username ?? '',
+    password: '',
+    readOnly: existing?.readOnly ?? true,
+  });
+  const [error, setError] = useState<ApiError | null>(null);
+  const [saved, setSaved] = useState(false);
+  const errors = fieldErrors(error);
+  const prefix = existing ? 'edit' : 'new';
+  const set = (k: keyof typeof form) => (e: Event) =>
+    setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setSaved(false);
+    const body = {
+      ...form,
+      port: form.port ? Number(form.port) : undefined,
+      password: form.password || undefined,
+    };
+    try {
+      if (existing) await ok(api.PATCH('/connections/{id}', { params: { path: { id: existing.id } }, body }));
+      else await ok(api.POST('/connections', { body }));
+      setSaved(true);
+      onSaved();
+      setForm({ ...form, password: '', ...(existing ? {} : { name: '' }) });
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  const field = (k: 'name' | 'host' | 'port' | 'database' | 'username' | 'password', label: string) => (
+    <div class="field">
+      <label for={`${prefix}-${k}`}>{label}</label>
+      <input
+        id={`${prefix}-${k}`}
+        {...({ type: k === 'password' ? 'password' : 'text' } as { type: 'text' })}
+        value={form[k]}
+        onInput={set(k)}
+        aria-invalid={errors[k] ? true : undefined}
+        aria-describedby={errors[k] ? `${prefix}-${k}-error` : undefined}
+        autocomplete="off"
+      />
+      {errors[k] && (
+        <span id={`${prefix}-${k}-error`} class="field-error">
+          {errors[k]}
+        </span>
+      )}
+    </div>
+  );
+  return (
+    <details class="new">
+      <summary>{existing ? 'Edit connection' : 'New connection'}</summary>
+      <form onSubmit={submit} class="stack">
+        {field('name', 'Name')}
+        <div class="field">
+          <label for={`${prefix}-type`}>Type</label>
+          <select id={`${prefix}-type`} value={form.type} onChange={set('type')}>
+            {TYPES.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </div>
+        {field('host', 'Host')}
+        {field('port', 'Port')}
+        {field('database', 'Database')}
+        {field('username', 'Username')}
+        {field('password', existing ? 'New password (leave empty to keep it)' : 'Password')}
+        <label>
+          <input
+            type="checkbox"
+            checked={form.readOnly}
+            onChange={(e) => setForm({ ...form, readOnly: e.currentTarget.checked })}
+          />{' '}
+          Read-only (writes are never submitted for approval)
+        </label>
+        <ErrorAlert error={error} />
+        {saved && <p role="status">Saved.</p>}
+        <button type="submit">{existing ? 'Save connection' : 'Create connection'}</button>
+      </form>
+    </details>
+  );
+}

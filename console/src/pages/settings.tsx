@@ -1,0 +1,226 @@
+import { useState } from 'preact/hooks';
+import { type ApiError, api, ok } from '../api/client';
+import { ErrorAlert, useLoad } from '../components/load';
+
+/** Settings: API keys (a new key is shown once), members, and event webhooks (secret shown once, deliveries, test). */
+export function SettingsPage() {
+  return (
+    <>
+      <h1>Settings</h1>
+      <Keys />
+      <Members />
+      <Webhooks />
+    </>
+  );
+}
+
+function Once({ label, value }: { label: string; value: string }) {
+  return (
+    <div role="status" class="once">
+      <p>{label} It is shown once; copy it now.</p>
+      <input readOnly aria-label={label} value={value} onFocus={(e) => e.currentTarget.select()} />
+    </div>
+  );
+}
+
+function Keys() {
+  const keys = useLoad(() => ok(api.GET('/keys', { params: { query: { pageSize: 100 } } })));
+  const [name, setName] = useState('');
+  const [created, setCreated] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      const k = await ok(api.POST('/keys', { body: { name } }));
+      setCreated(k.key);
+      setName('');
+      keys.reload();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  const revoke = async (id: string) => {
+    try {
+      await ok(api.DELETE('/keys/{id}', { params: { path: { id } } }));
+      keys.reload();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  return (
+    <section aria-labelledby="keys-title">
+      <h2 id="keys-title">API keys</h2>
+      <ErrorAlert error={keys.error ?? error} />
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Prefix</th>
+            <th scope="col">Scopes</th>
+            <th scope="col">Last used</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {(keys.data ?? []).map((k) => (
+            <tr key={k.id}>
+              <td>{k.name}</td>
+              <td>
+                <code>{k.keyPrefix}</code>
+              </td>
+              <td>{k.scopes}</td>
+              <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}</td>
+              <td>
+                <button
+                  type="button"
+                  class="link"
+                  onClick={() => revoke(k.id)}
+                  aria-label={`Revoke ${k.name}`}
+                >
+                  Revoke
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <form onSubmit={create} class="inline">
+        <div class="field">
+          <label for="key-name">New key name</label>
+          <input id="key-name" value={name} required onInput={(e) => setName(e.currentTarget.value)} />
+        </div>
+        <button type="submit">Create key</button>
+      </form>
+      {created && <Once label="The new API key." value={created} />}
+    </section>
+  );
+}
+
+function Members() {
+  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
+  return (
+    <section aria-labelledby="members-title">
+      <h2 id="members-title">Members</h2>
+      <ErrorAlert error={members.error} />
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            <th scope="col">Connections</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(members.data ?? []).map((m) => (
+            <tr key={m.id}>
+              <td>{m.name}</td>
+              <td>{m.email}</td>
+              <td>{m.role}</td>
+              <td>{m.role === 'admin' ? 'all' : m.connectionIds.length}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Webhooks() {
+  const hooks = useLoad(() => ok(api.GET('/webhooks', { params: { query: { pageSize: 100 } } })));
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState('query.completed');
+  const [secret, setSecret] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [open, setOpen] = useState<string | null>(null);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      const h = await ok(
+        api.POST('/webhooks', { body: { url, events: events.split(/[\s,]+/).filter(Boolean) } }),
+      );
+      setSecret(h.secret);
+      setUrl('');
+      hooks.reload();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  return (
+    <section aria-labelledby="hooks-title">
+      <h2 id="hooks-title">Event webhooks</h2>
+      <ErrorAlert error={hooks.error ?? error} />
+      <ul class="cards">
+        {(hooks.data ?? []).map((h) => (
+          <li key={h.id}>
+            <p>
+              <code>{h.url}</code> · {h.events.join(', ')} · {h.isActive ? 'active' : 'inactive'}{' '}
+              <button type="button" class="link" onClick={() => setOpen(open === h.id ? null : h.id)}>
+                Deliveries
+              </button>
+            </p>
+            {open === h.id && <Deliveries id={h.id} />}
+          </li>
+        ))}
+      </ul>
+      <form onSubmit={create} class="inline">
+        <div class="field">
+          <label for="hook-url">Endpoint URL (https)</label>
+          <input
+            id="hook-url"
+            type="url"
+            value={url}
+            required
+            onInput={(e) => setUrl(e.currentTarget.value)}
+          />
+        </div>
+        <div class="field">
+          <label for="hook-events">Events</label>
+          <input id="hook-events" value={events} onInput={(e) => setEvents(e.currentTarget.value)} />
+        </div>
+        <button type="submit">Add webhook</button>
+      </form>
+      {secret && <Once label="The webhook's signing secret." value={secret} />}
+    </section>
+  );
+}
+
+function Deliveries({ id }: { id: string }) {
+  const list = useLoad(
+    () => ok(api.GET('/webhooks/{id}/deliveries', { params: { path: { id }, query: { pageSize: 20 } } })),
+    [id],
+  );
+  const [error, setError] = useState<ApiError | null>(null);
+  const test = async () => {
+    setError(null);
+    try {
+      await ok(api.POST('/webhooks/{id}/test', { params: { path: { id } } }));
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      list.reload();
+    }
+  };
+  return (
+    <div>
+      <button type="button" class="secondary" onClick={test}>
+        Send test event
+      </button>
+      <ErrorAlert error={list.error ?? error} />
+      <ul>
+        {(list.data ?? []).map((d) => (
+          <li key={d.id}>
+            {d.event} · {d.status}
+            {d.statusCode ? ` (${d.statusCode})` : ''} · {d.attempts} attempts ·{' '}
+            {new Date(d.createdAt).toLocaleString()}
+            {d.error ? ` · ${d.error}` : ''}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

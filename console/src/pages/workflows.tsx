@@ -1,0 +1,164 @@
+import { useState } from 'preact/hooks';
+import { type ApiError, api, ok } from '../api/client';
+import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { href } from '../router';
+
+/** Workflows: the list, one workflow's runs with step and action results, a manual run and publishing. */
+export function WorkflowsPage({ id }: { id?: string }) {
+  const list = useLoad(() => ok(api.GET('/workflows', { params: { query: { pageSize: 100 } } })));
+  const selected = list.data?.find((w) => w.id === id);
+  return (
+    <>
+      <h1>Workflows</h1>
+      <ErrorAlert error={list.error} />
+      {list.loading && !list.data && <Loading what="workflows" />}
+      {list.data?.length === 0 && <p class="muted">No workflows yet.</p>}
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Trigger</th>
+            <th scope="col">State</th>
+            <th scope="col">Published</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(list.data ?? []).map((w) => (
+            <tr key={w.id}>
+              <td>
+                <a href={href('workflows', w.id)}>{w.name}</a>
+              </td>
+              <td>{w.triggerType}</td>
+              <td>{w.isActive ? 'active' : 'inactive'}</td>
+              <td>
+                {w.publishedVersion ? `version ${w.publishedVersion}` : 'never'}
+                {w.hasUnpublishedChanges ? ' (unpublished changes)' : ''}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {selected && <WorkflowDetail key={selected.id} workflow={selected} onChanged={() => list.reload()} />}
+    </>
+  );
+}
+
+function WorkflowDetail({
+  workflow: w,
+  onChanged,
+}: {
+  workflow: {
+    id: string;
+    name: string;
+    isActive: boolean;
+    steps: { id: string; name: string; query: string }[];
+  };
+  onChanged: () => void;
+}) {
+  const runs = useLoad(
+    () => ok(api.GET('/workflows/{id}/runs', { params: { path: { id: w.id }, query: { pageSize: 20 } } })),
+    [w.id],
+  );
+  const [error, setError] = useState<ApiError | null>(null);
+  const [warnings, setWarnings] = useState<string[] | null>(null);
+  const runNow = async () => {
+    setError(null);
+    try {
+      await ok(api.POST('/workflows/{id}/run', { params: { path: { id: w.id } } }));
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      runs.reload();
+    }
+  };
+  const publish = async (acknowledge: boolean) => {
+    setError(null);
+    try {
+      await ok(
+        api.PATCH('/workflows/{id}', {
+          params: { path: { id: w.id } },
+          body: {
+            isActive: true,
+            ...(acknowledge && warnings ? { acknowledgedWarnings: warnings } : {}),
+          },
+        }),
+      );
+      setWarnings(null);
+      onChanged();
+    } catch (err) {
+      const e = err as ApiError;
+      const found = (e.details as { warnings?: string[] } | undefined)?.warnings;
+      if (found?.length) setWarnings(found);
+      setError(e);
+    }
+  };
+  return (
+    <section aria-labelledby="wf-title" class="detail">
+      <h2 id="wf-title">{w.name}</h2>
+      <ol>
+        {w.steps.map((s) => (
+          <li key={s.id}>
+            {s.name}: <code>{s.query}</code>
+          </li>
+        ))}
+      </ol>
+      <p>
+        <button type="button" onClick={runNow}>
+          Run now
+        </button>{' '}
+        {!w.isActive && (
+          <button type="button" class="secondary" onClick={() => publish(false)}>
+            Publish
+          </button>
+        )}
+      </p>
+      <ErrorAlert error={error} />
+      {warnings && (
+        <section aria-label="Publish warnings">
+          <ul>
+            {warnings.map((x) => (
+              <li key={x}>{x}</li>
+            ))}
+          </ul>
+          <button type="button" onClick={() => publish(true)}>
+            Publish anyway
+          </button>
+        </section>
+      )}
+      <h3>Runs</h3>
+      {runs.data?.length === 0 && <p class="muted">No runs yet.</p>}
+      <ul class="cards">
+        {(runs.data ?? []).map((r) => (
+          <li key={r.id}>
+            <p>
+              <span class={`badge ${r.status.toLowerCase()}`}>{r.status}</span> {r.trigger} ·{' '}
+              {new Date(r.startedAt).toLocaleString()}
+              {r.durationMs !== null ? ` · ${r.durationMs} ms` : ''}
+            </p>
+            {r.error && <p class="alert">{r.error}</p>}
+            {r.stepResults && (
+              <details>
+                <summary>Step results</summary>
+                <pre>{pretty(r.stepResults)}</pre>
+              </details>
+            )}
+            {r.actionResults && (
+              <details>
+                <summary>Action results</summary>
+                <pre>{pretty(r.actionResults)}</pre>
+              </details>
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function pretty(json: string): string {
+  try {
+    return JSON.stringify(JSON.parse(json), null, 2);
+  } catch {
+    return json;
+  }
+}
