@@ -378,10 +378,12 @@ export function sqliteDriver(target: ConnectionTarget, opts: { idleMs?: number }
         // from outside, crashed) loses the statement's session.
         const outOfMemory = signal === 'SIGABRT' || code === 134;
         failAll(
-          Object.assign(new Error('The SQLite process stopped.'), {
-            phase: 'statement',
-            code: outOfMemory ? 'LOUPE_SQLITE_MEMORY' : 'LOUPE_SQLITE_STOPPED',
-          }),
+          Object.assign(
+            new Error('The SQLite process stopped.'),
+            outOfMemory
+              ? { phase: 'statement', code: 'LOUPE_SQLITE_MEMORY' }
+              : { code: 'LOUPE_SQLITE_STOPPED' },
+          ),
         );
       }
     });
