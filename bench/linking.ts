@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { generateKey } from '../shared/auth/key-material';
 import { setSchemaContextBuilder } from '../shared/chat/assistant';
@@ -24,11 +25,17 @@ import {
   sqlEvalDatabases,
   tablesBySchema,
 } from './linking-data';
+import { loadSingleBenches, type SingleBench, singleReport } from './linking-single';
 
 /** Target: questions whose first request describes every table of the reference SQL. */
 export const RECALL_TARGET = 0.9;
 /** Target: the first request's JSON at most this many bytes. */
 export const PROMPT_TARGET_BYTES = 40_000;
+
+/** Target: ranking (choosing and rendering the first request's tables) per question on ~1,000 tables. */
+export const RANKING_TARGET_MS = 50;
+/** Target on the held-out halves of the single-schema benchmarks. */
+export const SINGLE_RECALL_TARGET = 0.95;
 
 /** `--subset`: Spider distractor databases kept and every n-th question asked. */
 const SUBSET_SPIDER_DBS = 40;
@@ -90,6 +97,11 @@ export const linking: BenchModule = {
     'schema linking on a large PostgreSQL schema: sql-eval questions through POST /chat with a scripted model, retrieval before issue 16 vs now',
   async run() {
     const subset = process.argv.includes('--subset');
+    // Tuning aids: `--single-only` skips the multi-schema run; `--linking-cache` keeps the loaded
+    // single-schema warehouses (tables and annotations) in .tmp/ between runs.
+    const singleOnly = process.argv.includes('--single-only');
+    const cacheDir = process.argv.includes('--linking-cache') ? '.tmp/linking-cache' : undefined;
+    if (singleOnly) return singleOnlyRun(cacheDir);
     const started = Date.now();
     const pgServer = await startPostgres();
     const admin = new pg.Client({
@@ -151,6 +163,7 @@ export const linking: BenchModule = {
         requestedAt: new Date().toISOString(),
       });
       const annotatedMs = Date.now() - introspected;
+      const single = await loadSingleBenches(pgServer, server, cacheDir);
       const dataDir = server.dataDir;
       await server.stop({ keepData: true });
       server = undefined;
@@ -241,6 +254,8 @@ export const linking: BenchModule = {
         .filter(({ o }) => !o.recalled)
         .slice(0, 8)
         .map(({ q, o }) => `  - [${q.db}] ${q.question} — missing ${o.missing.join(', ')}`);
+      const singleTable = singleSection(single);
+      over.push(...singleTable.over);
       return {
         head: [
           'retrieval',
@@ -256,6 +271,7 @@ export const linking: BenchModule = {
           `Embeddings row: ${built.embedded} tables embedded in ${(indexMs / 1000).toFixed(1)} s (256 dimensions, test model server); time per question includes embedding the question.`,
           'Recall: the first model request describes every table of the reference SQL with its columns (named only in "Other tables" does not count). Prompt: bytes of that request (system prompt, question, tool definitions). The scripted model asks describe_tables for the missing tables, then answers: calls per question = 1 + lookups. Measures retrieval only, not the answers of any real model.',
           ...(misses.length ? ['Missed (after), first ones:', ...misses] : []),
+          ...singleTable.notes,
         ],
         overTarget: over,
       };
@@ -272,6 +288,58 @@ export const linking: BenchModule = {
     }
   },
 };
+
+/** The single-schema benchmarks as a second table in the notes (see bench/linking-single.ts). */
+function singleSection(single: { benches: SingleBench[]; missing: string[] }) {
+  const r = singleReport(single.benches, {
+    recall: SINGLE_RECALL_TARGET,
+    bytes: PROMPT_TARGET_BYTES,
+    ms: RANKING_TARGET_MS,
+  });
+  const head = SINGLE_HEAD;
+  const table = [head, head.map(() => '---'), ...r.rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
+  return {
+    over: r.over,
+    notes: [
+      `Single schema (every database's tables side by side in one schema; questions split once by SHA-256 of their text into tuning and held-out halves; targets: held-out first-request recall ≥ ${pct(SINGLE_RECALL_TARGET)}, request ≤ ${kb(PROMPT_TARGET_BYTES)}, ranking ≤ ${RANKING_TARGET_MS} ms):`,
+      table,
+      ...r.notes,
+      ...single.missing,
+    ],
+  };
+}
+
+const SINGLE_HEAD = [
+  'benchmark, half',
+  'recall (first request)',
+  'recall after one search_schema',
+  'mean request',
+  'largest request',
+  'ranking time / question',
+];
+
+async function singleOnlyRun(cacheDir: string | undefined) {
+  let single: { benches: SingleBench[]; missing: string[] };
+  if (cacheDir && existsSync(`${cacheDir}/linking-single.json`))
+    single = await loadSingleBenches(undefined as never, undefined as never, cacheDir);
+  else {
+    const pgServer = await startPostgres();
+    const server = await startTestServer({ adminKey: generateKey() });
+    try {
+      single = await loadSingleBenches(pgServer, server, cacheDir);
+    } finally {
+      await server.stop();
+      await closeAllDrivers();
+      await pgServer.stop();
+    }
+  }
+  const r = singleReport(single.benches, {
+    recall: SINGLE_RECALL_TARGET,
+    bytes: PROMPT_TARGET_BYTES,
+    ms: RANKING_TARGET_MS,
+  });
+  return { head: SINGLE_HEAD, rows: r.rows, notes: [...r.notes, ...single.missing], overTarget: r.over };
+}
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const kb = (n: number) => `${(n / 1000).toFixed(1)} KB`;

@@ -95,6 +95,36 @@ function schemaRoom(
   return Math.floor((FIRST_PROMPT_LIMIT - fixed) / 1.1);
 }
 
+/** Characters the first request leaves for the schema text of this input. */
+function schemaRoomOf(input: Omit<AssistantInput, 'ai' | 'ctx'>): number {
+  const base = {
+    connection: input.connection,
+    availableConnections: input.availableConnections,
+    schemaSummary: input.schemaSummary,
+    history: input.history,
+    question: input.question,
+  };
+  return input.connection ? schemaRoom(base, toolDefinitions(input.connection.type, true)) : 0;
+}
+
+/**
+ * The schema part of the first request, exactly as runAssistant builds it (also used by the linking
+ * benchmark, which measures first requests without a model): the question's ranked tables within the
+ * room the rest of the request leaves under FIRST_PROMPT_LIMIT.
+ */
+export function firstSchemaContext(
+  input: Omit<AssistantInput, 'ai' | 'ctx'>,
+  semantic?: number[],
+): ReturnType<typeof buildSchemaContext> {
+  const earlier = input.history.filter((m) => m.role === 'USER').map((m) => m.content);
+  const earlierSql = input.history.flatMap((m) => (m.sqlQuery ? [m.sqlQuery] : []));
+  return schemaContextBuilder(input.tables ?? [], input.notes, input.question, earlier, {
+    earlierSql,
+    maxChars: Math.min(SCHEMA_BUDGET + CATALOG_BUDGET, schemaRoomOf(input)),
+    semantic,
+  });
+}
+
 const FALLBACK_ANSWER = 'I could not produce an answer to that question. Please rephrase it or add detail.';
 
 /**
@@ -107,8 +137,6 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
   const { ctx, connection } = input;
   const emit = input.emit ?? (() => {});
   const tables = input.tables ?? [];
-  const earlier = input.history.filter((m) => m.role === 'USER').map((m) => m.content);
-  const earlierSql = input.history.flatMap((m) => (m.sqlQuery ? [m.sqlQuery] : []));
   const base = {
     connection,
     availableConnections: input.availableConnections,
@@ -118,14 +146,10 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
   };
   let schema = null as ReturnType<typeof buildSchemaContext> | null;
   if (connection && input.tables) {
-    const maxChars = Math.min(
-      SCHEMA_BUDGET + CATALOG_BUDGET,
-      schemaRoom(base, toolDefinitions(connection.type, true)),
-    );
     // A schema too large to describe whole is narrowed; the embedding index (when configured and built)
     // adds its ranking of the question. It never fails the answer: lexical ranking is the fallback.
     const semantic =
-      !embeddingSettings() || schemaFitsWhole(tables, input.notes, input.question, maxChars)
+      !embeddingSettings() || schemaFitsWhole(tables, input.notes, input.question, schemaRoomOf(input))
         ? undefined
         : await semanticRanking({
             who: { orgId: ctx.orgId, userId: ctx.userId },
@@ -133,11 +157,7 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
             tables,
             question: input.question,
           });
-    schema = schemaContextBuilder(tables, input.notes, input.question, earlier, {
-      earlierSql,
-      maxChars,
-      semantic,
-    });
+    schema = firstSchemaContext(input, semantic);
   }
   const messages: ChatCompletionMessageParam[] = buildMessages({ ...base, schema });
 

@@ -1,0 +1,50 @@
+import type { TableInfo } from '../connections/drivers/types';
+import { clip, type NoteLike, rankTables, renderTableBrief } from './schema-context';
+import { notesByTable, terms } from './schema-index';
+
+/** Characters of one search_schema reply at most (a tool result is clipped to 6,000). */
+const REPLY_CHARS = 5_600;
+
+/** One table found by searchSchema. */
+export interface SchemaMatch {
+  /** The table's name as chat and run_query use it (`orders`, or `sales.orders` outside the default schema). */
+  table: string;
+  /** Relevance, higher is better; only comparable within one search. */
+  score: number;
+  /** The table in one line: `TABLE name (~rows): column type PK → ref, …` (what the first request shows). */
+  description: string;
+}
+
+/**
+ * Ranks a connection's tables for a free-text query: the same ranking that chooses the first chat
+ * request's tables, over the whole schema. `schema` is the connection's introspected tables and its
+ * annotations (notes; [] when none); at most `limit` matches, best first; [] for a query without words.
+ */
+export function searchSchema(
+  schema: { tables: TableInfo[]; notes?: NoteLike[] },
+  query: string,
+  limit = 10,
+): SchemaMatch[] {
+  const notes = schema.notes ?? [];
+  const questionTerms = new Set(terms(query));
+  const notesFor = notesByTable(notes);
+  return rankTables(schema.tables, notes, query)
+    .slice(0, Math.max(0, limit))
+    .map(({ table, score }) => ({
+      table: table.name,
+      score,
+      description: renderTableBrief(table, { maxColumns: 40, notes: notesFor(table), questionTerms }),
+    }));
+}
+
+/** The search_schema tool's reply to the model: the best matches described in one line each, bounded. */
+export function schemaSearchReply(tables: TableInfo[], notes: NoteLike[], query: string, limit = 12): string {
+  const found = searchSchema({ tables, notes }, query, limit);
+  let text = '';
+  for (const m of found) {
+    const line = clip(m.description, 1_500);
+    if (text.length + line.length + 1 > REPLY_CHARS) break;
+    text += `${text ? '\n' : ''}${line}`;
+  }
+  return text;
+}
