@@ -20,8 +20,8 @@ import {
   renderTable,
   SCHEMA_BUDGET,
   schemaFitsWhole,
-  searchTables,
 } from './schema-context';
+import { SEARCH_SCHEMA_LIMIT, schemaSearchLines, searchSchema } from './schema-search';
 import type { ChatEvent } from './sse';
 import {
   errorForModel,
@@ -334,20 +334,24 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
         return errorForModel(err, queryAllowed);
       }
     }
-    if (tc.name === 'search_tables') {
+    // search_tables: the earlier name of search_schema (with `keywords`), still answered.
+    if (tc.name === 'search_schema' || tc.name === 'search_tables') {
       lookedUpSchema = true;
-      const keywords = parsed.ok && typeof parsed.value.keywords === 'string' ? parsed.value.keywords : '';
-      const found = keywords ? searchTables(tables, input.notes, keywords) : [];
+      const arg = parsed.ok ? (parsed.value.query ?? parsed.value.keywords) : undefined;
+      const query = typeof arg === 'string' ? arg.trim() : '';
+      const found = query ? searchSchema({ tables, notes: input.notes }, query, SEARCH_SCHEMA_LIMIT) : [];
       step({
-        action: 'search_tables',
-        detail: `Searched the schema for "${clip(keywords, 100)}": ${found.length} match${found.length === 1 ? '' : 'es'}`,
+        action: tc.name,
+        detail: `Searched the schema for "${clip(query, 100)}": ${found.length} match${found.length === 1 ? '' : 'es'}`,
         sql: null,
       });
       if (!tables.length)
         return JSON.stringify({ ok: false, error: 'The schema of this connection has not been read yet.' });
+      if (!query)
+        return JSON.stringify({ ok: false, error: 'Call search_schema with {"query": "words or the question"}.' });
       return JSON.stringify({
         ok: true,
-        tables: found,
+        tables: schemaSearchLines(found),
         ...(found.length ? {} : { note: 'No table matched; try other words.' }),
       });
     }

@@ -275,7 +275,7 @@ export function tablesInSql(sql: string): string[] {
  *  4. the budget (SCHEMA_TOKEN_BUDGET, or less when the rest of the request leaves less room) is spent
  *     in that order: the first FULL_TABLES tables in full (with annotations and examples), the next ones
  *     in one line each with their columns and types. The rest are listed by name while that list fits;
- *     the search_tables / describe_tables tools reach everything else;
+ *     the search_schema / describe_tables tools reach everything else;
  *  5. with an embedding ranking (opts.semantic), its best tables not described yet are added in one
  *     line each, in room taken from the list of names: embeddings only add to what lexical ranking chose.
  */
@@ -434,18 +434,6 @@ export function buildSchemaContext(
     total: tables.length,
     partial: others.length > 0,
   };
-}
-
-/** Finds tables for the search_tables tool: ranked matches of the keywords, as one-line summaries. */
-export function searchTables(tables: TableInfo[], notes: NoteLike[], keywords: string, limit = 15): string[] {
-  return rankTables(tables, notes, keywords)
-    .slice(0, limit)
-    .map(({ table }) => {
-      const note = notesOf(table, notes).find((n) => n.columnName === null);
-      const cols = table.columns.map((c) => c.name);
-      const colText = cols.slice(0, 25).join(', ') + (cols.length > 25 ? `, … +${cols.length - 25}` : '');
-      return `${table.name}(${colText})${quotedComment(table.comment, 120)}${note ? ` -- ${clip(note.annotation, 120)}` : ''}`;
-    });
 }
 
 /** Finds tables by name for describe_tables (full or bare name, case-insensitive). */

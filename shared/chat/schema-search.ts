@@ -37,14 +37,22 @@ export function searchSchema(
     }));
 }
 
-/** The search_schema tool's reply to the model: the best matches described in one line each, bounded. */
-export function schemaSearchReply(tables: TableInfo[], notes: NoteLike[], query: string, limit = 12): string {
-  const found = searchSchema({ tables, notes }, query, limit);
-  let text = '';
+/** Tables one search_schema call returns at most. */
+export const SEARCH_SCHEMA_LIMIT = 12;
+
+/** Matches as the search_schema tool gives them to the model: one line each, REPLY_CHARS in all at most. */
+export function schemaSearchLines(found: SchemaMatch[]): string[] {
+  const lines: string[] = [];
+  let used = 0;
   for (const m of found) {
     const line = clip(m.description, 1_500);
-    if (text.length + line.length + 1 > REPLY_CHARS) break;
-    text += `${text ? '\n' : ''}${line}`;
+    if (used + line.length + 1 > REPLY_CHARS) break;
+    lines.push(line);
+    used += line.length + 1;
   }
-  return text;
+  return lines;
 }
+
+/** What the search_schema tool finds for a query, as text (the linking benchmark's second chance). */
+export const schemaSearchReply = (tables: TableInfo[], notes: NoteLike[], query: string) =>
+  schemaSearchLines(searchSchema({ tables, notes }, query, SEARCH_SCHEMA_LIMIT)).join('\n');
