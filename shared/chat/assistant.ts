@@ -348,7 +348,10 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
       if (!tables.length)
         return JSON.stringify({ ok: false, error: 'The schema of this connection has not been read yet.' });
       if (!query)
-        return JSON.stringify({ ok: false, error: 'Call search_schema with {"query": "words or the question"}.' });
+        return JSON.stringify({
+          ok: false,
+          error: 'Call search_schema with {"query": "words or the question"}.',
+        });
       return JSON.stringify({
         ok: true,
         tables: schemaSearchLines(found),

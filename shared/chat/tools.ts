@@ -52,7 +52,8 @@ export function toolDefinitions(type: DbType, canQuery: boolean): ChatCompletion
           properties: {
             query: {
               type: 'string',
-              description: 'The question, or words for what the missing table holds, e.g. "gas station country".',
+              description:
+                'The question, or words for what the missing table holds, e.g. "gas station country".',
             },
           },
           required: ['query'],

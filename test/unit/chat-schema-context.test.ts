@@ -184,7 +184,9 @@ describe('lookup tools', () => {
     const found = searchSchema({ tables: bigSchema(30) }, 'webhook');
     expect(found.length).toBe(3);
     expect(found[0].table).toMatch(/^sys_webhook_\d{3}$/);
-    expect(found[0].description).toMatch(/^TABLE sys_webhook_\d{3} \(~10 rows\): id integer PK, created_at text/);
+    expect(found[0].description).toMatch(
+      /^TABLE sys_webhook_\d{3} \(~10 rows\): id integer PK, created_at text/,
+    );
     expect(found[0].score).toBeGreaterThan(0);
     expect(searchSchema({ tables: bigSchema(30) }, 'webhook', 2)).toHaveLength(2);
     expect(searchSchema({ tables: bigSchema(30) }, 'the of and')).toEqual([]);
