@@ -146,7 +146,7 @@ export interface SchemaIndex {
   tables: TableInfo[];
   /** BM25 rank of the tables for a text: index into `tables` → score (only tables that match). */
   rank(text: string): Map<number, number>;
-  /** Tables linked to table i: declared foreign keys both ways, and key-like column names. */
+  /** Tables linked to table i: declared foreign keys both ways, key-like column names, columns named after a table. */
   neighbours(i: number): Set<number>;
 }
 
@@ -282,8 +282,14 @@ export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex 
         for (let k = 0; k < base.length; k++)
           for (const j of near(i, byNameTerms.get(base.slice(k).join(' ')))) link(i, j);
       }
-      if (!c.primaryKey || t.primaryKey.length > 1)
+      if (!c.primaryKey || t.primaryKey.length > 1) {
         for (const j of near(i, byPk.get(c.name.toLowerCase()))) link(i, j);
+        // A column named after a table holds its key (`car_makers.Country` → countries), declared or not.
+        if (!keyLike(c.name)) {
+          const named = near(i, byNameTerms.get(rawWords(c.name).map(term).join(' ')));
+          if (named.length <= 3) for (const j of named) link(i, j);
+        }
+      }
     }
   });
 
