@@ -295,8 +295,11 @@ export async function loadSingleBenches(
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Whether a text describes a table with its columns (see describes in linking.ts); exported for tests. */
-export function describesIn(text: string, table: string): boolean {
+/**
+ * Whether a text describes a table with its columns: a `TABLE name` line followed by column lines, or
+ * the one-line form `TABLE name …: col type, …`. A name in the "Other tables" list does not count.
+ */
+export function describes(text: string, table: string): boolean {
   const lines = text.split('\n');
   const head = new RegExp(`^(TABLE|VIEW) ${escapeRe(table)}( \\(~[\\d,]+ rows\\))?(:| --|$| comment)`, 'i');
   return lines.some(
@@ -344,11 +347,11 @@ export function evaluate(bench: SingleBench, q: SingleQuestion): SingleOutcome {
     }),
   );
   const system = messages[0].content as string;
-  const missing = q.tables.filter((t) => !describesIn(system, t));
+  const missing = q.tables.filter((t) => !describes(system, t));
   let afterSearch = missing.length === 0;
   if (!afterSearch) {
     const reply = schemaSearchReply(bench.tables, bench.notes, q.question);
-    afterSearch = missing.every((t) => describesIn(reply, t));
+    afterSearch = missing.every((t) => describes(reply, t));
   }
   return { half: q.half, first: missing.length === 0, afterSearch, bytes, ms, missing, question: q.question };
 }

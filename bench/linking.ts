@@ -25,7 +25,7 @@ import {
   sqlEvalDatabases,
   tablesBySchema,
 } from './linking-data';
-import { loadSingleBenches, type SingleBench, singleReport } from './linking-single';
+import { describes, loadSingleBenches, type SingleBench, singleReport } from './linking-single';
 
 /** Target: questions whose first request describes every table of the reference SQL. */
 export const RECALL_TARGET = 0.9;
@@ -46,21 +46,6 @@ interface Outcome {
   missing: string[];
   bytes: number;
   calls: number;
-}
-
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/**
- * Whether the system prompt describes a table with its columns: a `TABLE name` line followed by
- * column lines, or the one-line form `TABLE name …: col type, …`. A name in the "Other tables" list
- * does not count.
- */
-export function describes(system: string, table: string): boolean {
-  const lines = system.split('\n');
-  const head = new RegExp(`^(TABLE|VIEW) ${escapeRe(table)}( \\(~[\\d,]+ rows\\))?(:| --|$)`, 'i');
-  return lines.some(
-    (l, i) => head.test(l) && (/: \S/.test(l.slice(table.length + 6)) || /^ {2}\S/.test(lines[i + 1] ?? '')),
-  );
 }
 
 /**
@@ -94,7 +79,7 @@ async function ask(s: TestServer, fake: FakeOpenAI, connectionId: string, q: Que
 export const linking: BenchModule = {
   name: 'linking',
   description:
-    'schema linking on a large PostgreSQL schema: sql-eval questions through POST /chat with a scripted model, retrieval before issue 16 vs now',
+    'schema linking: sql-eval questions over 167 schemas through POST /chat with a scripted model (retrieval before issue 16 vs now), then sql-eval and Spider dev with every table in one schema (first requests, tuning and held-out halves)',
   async run() {
     const subset = process.argv.includes('--subset');
     // Tuning aids: `--single-only` skips the multi-schema run; `--linking-cache` keeps the loaded

@@ -95,7 +95,7 @@ function schemaRoom(
   return Math.floor((FIRST_PROMPT_LIMIT - fixed) / 1.1);
 }
 
-/** Characters the first request leaves for the schema text of this input. */
+/** Characters the first request leaves for the schema text of this input (SCHEMA_BUDGET + CATALOG_BUDGET at most). */
 function schemaRoomOf(input: Omit<AssistantInput, 'ai' | 'ctx'>): number {
   const base = {
     connection: input.connection,
@@ -104,7 +104,11 @@ function schemaRoomOf(input: Omit<AssistantInput, 'ai' | 'ctx'>): number {
     history: input.history,
     question: input.question,
   };
-  return input.connection ? schemaRoom(base, toolDefinitions(input.connection.type, true)) : 0;
+  if (!input.connection) return 0;
+  return Math.min(
+    SCHEMA_BUDGET + CATALOG_BUDGET,
+    schemaRoom(base, toolDefinitions(input.connection.type, true)),
+  );
 }
 
 /**
@@ -120,7 +124,7 @@ export function firstSchemaContext(
   const earlierSql = input.history.flatMap((m) => (m.sqlQuery ? [m.sqlQuery] : []));
   return schemaContextBuilder(input.tables ?? [], input.notes, input.question, earlier, {
     earlierSql,
-    maxChars: Math.min(SCHEMA_BUDGET + CATALOG_BUDGET, schemaRoomOf(input)),
+    maxChars: schemaRoomOf(input),
     semantic,
   });
 }
