@@ -27,6 +27,11 @@ export const SCHEMA_BUDGET = Math.floor(SCHEMA_TOKEN_BUDGET * BYTES_PER_TOKEN);
 export const CATALOG_BUDGET = 3_000;
 /** Tables described in the first prompt at most (the character budget ends it first on most schemas). */
 export const MAX_DETAILED_TABLES = 400;
+/**
+ * A schema of at most this many tables that fits the budget is described whole, without ranking; a
+ * larger one is ranked (and the optional embedding index consulted) even when many of its tables fit.
+ */
+export const WHOLE_SCHEMA_TABLES = 60;
 /** Tables described in full (with annotations and examples); the next ones get one line each. */
 export const FULL_TABLES = 8;
 /** Columns shown per table before "+N more". */
@@ -241,7 +246,7 @@ export function schemaFitsWhole(tables: TableInfo[], notes: NoteLike[], question
   const focus = words(question);
   const max = Math.max(1_000, maxChars ?? SCHEMA_BUDGET + CATALOG_BUDGET);
   const budget = max - Math.min(CATALOG_BUDGET, Math.floor(max / 6));
-  if (tables.length > MAX_DETAILED_TABLES) return false;
+  if (tables.length > WHOLE_SCHEMA_TABLES) return false;
   let used = 0;
   const notesFor = notesByTable(notes);
   for (const t of tables) {
@@ -310,7 +315,7 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  if (tables.length <= MAX_DETAILED_TABLES && tables.reduce((n, t) => n + render(t).length + 1, 0) <= budget)
+  if (tables.length <= WHOLE_SCHEMA_TABLES && tables.reduce((n, t) => n + render(t).length + 1, 0) <= budget)
     return {
       text: tables.map(render).join('\n'),
       detailed: tables.map((t) => t.name),
