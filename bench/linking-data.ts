@@ -19,7 +19,7 @@ export const CORPUS_DIR =
   process.env.LOUPE_BENCH_CORPUS ?? join(import.meta.dirname, '..', '..', 'shared', 'corpus', 'sql-eval');
 
 /** Spider databases that are the same as a sql-eval one (their tables would be exact duplicates). */
-const SPIDER_DUPLICATES = new Set(['academic', 'restaurants', 'scholar', 'yelp', 'geo', 'imdb']);
+export const SPIDER_DUPLICATES = new Set(['academic', 'restaurants', 'scholar', 'yelp', 'geo', 'imdb']);
 
 export interface Question {
   db: string;
@@ -94,13 +94,37 @@ const copyField = (f: string): string | null =>
 /**
  * Loads a pg_dump plain-text file into schema `db`: tables, constraints and indexes (with `public.`
  * replaced by the schema), and the COPY data as batched INSERTs. Owner, ACL and session settings are
- * skipped.
+ * skipped. With `into`, the tables go into that existing schema instead, renamed by `into.tableName`,
+ * and the dump's other names (sequences, constraints, indexes) get the prefix `db_` so that several
+ * databases can share the schema.
  */
-export async function loadDump(client: pg.Client, db: string, file: string): Promise<number> {
+export async function loadDump(
+  client: pg.Client,
+  db: string,
+  file: string,
+  into?: { schema: string; tableName: (table: string) => string },
+): Promise<number> {
   const lines = readFileSync(file, 'utf8').split('\n');
-  await client.query(`CREATE SCHEMA ${quote(db)}`);
-  await client.query(`SET search_path = ${quote(db)}`);
-  const qualify = (s: string) => s.replace(/\bpublic\./g, `${quote(db)}.`);
+  const target = into?.schema ?? db;
+  if (!into) await client.query(`CREATE SCHEMA ${quote(db)}`);
+  await client.query(`SET search_path = ${quote(target)}`);
+  const tables = new Set(
+    lines.flatMap((l) => /^CREATE TABLE public\.(\w+) \($/.exec(l)?.[1] ?? []).map((t) => t.toLowerCase()),
+  );
+  const rename = (name: string) =>
+    !into
+      ? name
+      : tables.has(name.toLowerCase())
+        ? quote(into.tableName(name.toLowerCase()))
+        : `${db}_${name}`;
+  const qualify = (s: string) => {
+    const out = s.replace(/\bpublic\.(\w+)/g, (_, n: string) => `${quote(target)}.${rename(n)}`);
+    return into
+      ? out
+          .replace(/\bADD CONSTRAINT (\w+)/g, `ADD CONSTRAINT ${db}_$1`)
+          .replace(/^CREATE (UNIQUE )?INDEX (\w+)/, `CREATE $1INDEX ${db}_$2`)
+      : out;
+  };
   let stmt = '';
   let rows = 0;
   for (let i = 0; i < lines.length; i++) {
@@ -116,7 +140,7 @@ export async function loadDump(client: pg.Client, db: string, file: string): Pro
           .map((_, r) => `(${cols.map((__, c) => `$${r * cols.length + c + 1}`).join(', ')})`)
           .join(', ');
         await client.query(
-          `INSERT INTO ${quote(db)}.${copy[1]} (${cols.join(', ')}) VALUES ${values}`,
+          `INSERT INTO ${quote(target)}.${rename(copy[1])} (${cols.join(', ')}) VALUES ${values}`,
           batch.flat(),
         );
       }
@@ -140,7 +164,7 @@ export async function loadDump(client: pg.Client, db: string, file: string): Pro
   return rows;
 }
 
-type SpiderTable = {
+export type SpiderTable = {
   name: string;
   columns: Array<[string, string]>;
   primaryKey: string[];
@@ -163,9 +187,19 @@ export function spiderSchemas(): Array<[string, SpiderTable[]]> {
     .sort(([a], [b]) => a.localeCompare(b));
 }
 
-/** Creates a Spider database's tables (no rows) in schema `db`, with its primary and foreign keys. */
-export async function loadSpider(client: pg.Client, db: string, tables: SpiderTable[]): Promise<number> {
-  await client.query(`CREATE SCHEMA ${quote(db)}`);
+/**
+ * Creates a Spider database's tables (no rows) in schema `db`, with its primary and foreign keys; with
+ * `into`, in that existing schema instead, each table renamed by `into.tableName`.
+ */
+export async function loadSpider(
+  client: pg.Client,
+  db: string,
+  tables: SpiderTable[],
+  into?: { schema: string; tableName: (table: string) => string },
+): Promise<number> {
+  const target = into?.schema ?? db;
+  if (!into) await client.query(`CREATE SCHEMA ${quote(db)}`);
+  const named = (t: string) => `${quote(target)}.${quote(into ? into.tableName(t) : t)}`;
   let created = 0;
   const pkOf = new Map<string, string[]>();
   for (const t of tables) {
@@ -173,7 +207,7 @@ export async function loadSpider(client: pg.Client, db: string, tables: SpiderTa
     const pk = t.primaryKey.filter((c) => t.columns.some(([n]) => n === c));
     if (pk.length) cols.push(`PRIMARY KEY (${pk.map(quote).join(', ')})`);
     try {
-      await client.query(`CREATE TABLE ${quote(db)}.${quote(t.name)} (${cols.join(', ')})`);
+      await client.query(`CREATE TABLE ${named(t.name)} (${cols.join(', ')})`);
       pkOf.set(t.name, pk);
       created++;
     } catch {
@@ -186,7 +220,7 @@ export async function loadSpider(client: pg.Client, db: string, tables: SpiderTa
       if (!pkOf.has(t.name) || !pk || pk.length !== 1 || pk[0] !== refCol) continue;
       await client
         .query(
-          `ALTER TABLE ${quote(db)}.${quote(t.name)} ADD FOREIGN KEY (${quote(col)}) REFERENCES ${quote(db)}.${quote(refTable)} (${quote(refCol)})`,
+          `ALTER TABLE ${named(t.name)} ADD FOREIGN KEY (${quote(col)}) REFERENCES ${named(refTable)} (${quote(refCol)})`,
         )
         .catch(() => {}); // Spider declares a few keys between columns of different types: skipped
     }

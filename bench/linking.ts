@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { generateKey } from '../shared/auth/key-material';
 import { setSchemaContextBuilder } from '../shared/chat/assistant';
@@ -23,12 +24,18 @@ import {
   sqlEvalDatabases,
   tablesBySchema,
 } from './linking-data';
+import { describes, loadSingleBenches, type SingleBench, singleReport } from './linking-single';
 import { REVISIONS, revisionFile } from './revision';
 
 /** Target: questions whose first request describes every table of the reference SQL. */
 export const RECALL_TARGET = 0.9;
 /** Target: the first request's JSON at most this many bytes. */
 export const PROMPT_TARGET_BYTES = 40_000;
+
+/** Target: ranking (choosing and rendering the first request's tables) per question on ~1,000 tables. */
+export const RANKING_TARGET_MS = 50;
+/** Target on the held-out halves of the single-schema benchmarks. */
+export const SINGLE_RECALL_TARGET = 0.95;
 
 /** `--subset`: Spider distractor databases kept and every n-th question asked. */
 const SUBSET_SPIDER_DBS = 40;
@@ -39,21 +46,6 @@ interface Outcome {
   missing: string[];
   bytes: number;
   calls: number;
-}
-
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/**
- * Whether the system prompt describes a table with its columns: a `TABLE name` line followed by
- * column lines, or the one-line form `TABLE name …: col type, …`. A name in the "Other tables" list
- * does not count.
- */
-export function describes(system: string, table: string): boolean {
-  const lines = system.split('\n');
-  const head = new RegExp(`^(TABLE|VIEW) ${escapeRe(table)}( \\(~[\\d,]+ rows\\))?(:| --|$)`, 'i');
-  return lines.some(
-    (l, i) => head.test(l) && (/: \S/.test(l.slice(table.length + 6)) || /^ {2}\S/.test(lines[i + 1] ?? '')),
-  );
 }
 
 /**
@@ -77,7 +69,16 @@ async function ask(s: TestServer, fake: FakeOpenAI, connectionId: string, q: Que
     { content: 'Answered after looking the tables up.' },
   );
   const r = await s.call('POST', '/chat', { body: { message: q.question, connectionId } });
-  if (r.status !== 200) throw new Error(`chat answered ${r.status}: ${r.text.slice(0, 300)}`);
+  if (r.status !== 200) {
+    // Counted as a miss and listed, so one failure does not lose the run's figures.
+    fake.reset();
+    return {
+      recalled: false,
+      missing: [`(chat answered ${r.status}: ${r.text.slice(0, 200)})`],
+      bytes: 0,
+      calls: 0,
+    };
+  }
   const calls = fake.requests.filter((x) => x.path === '/v1/chat/completions').length;
   fake.reset();
   if (!first) throw new Error('no model request');
@@ -87,9 +88,14 @@ async function ask(s: TestServer, fake: FakeOpenAI, connectionId: string, q: Que
 export const linking: BenchModule = {
   name: 'linking',
   description:
-    'schema linking on a large PostgreSQL schema: sql-eval questions through POST /chat with a scripted model, retrieval before issue 16 vs now',
+    'schema linking: sql-eval questions over 167 schemas through POST /chat with a scripted model (retrieval before issue 16 vs now), then sql-eval and Spider dev with every table in one schema (first requests, tuning and held-out halves)',
   async run() {
     const subset = process.argv.includes('--subset');
+    // Tuning aids: `--single-only` skips the multi-schema run; `--linking-cache` keeps the loaded
+    // single-schema warehouses (tables and annotations) in .tmp/ between runs.
+    const singleOnly = process.argv.includes('--single-only');
+    const cacheDir = process.argv.includes('--linking-cache') ? '.tmp/linking-cache' : undefined;
+    if (singleOnly) return singleOnlyRun(cacheDir);
     // The retrieval before, as it was at its commit (bench/revision.ts).
     const before = revisionFile(REVISIONS.linkingBefore);
     if (!before.file) throw new Error(`The retrieval before cannot be read: ${before.reason}.`);
@@ -157,6 +163,7 @@ export const linking: BenchModule = {
         requestedAt: new Date().toISOString(),
       });
       const annotatedMs = Date.now() - introspected;
+      const single = await loadSingleBenches(pgServer, server, cacheDir);
       const dataDir = server.dataDir;
       await server.stop({ keepData: true });
       server = undefined;
@@ -173,6 +180,7 @@ export const linking: BenchModule = {
           LOUPE_MODEL: 'bench-model',
           LOUPE_AI_RATE_LIMIT: '1000000',
           LOUPE_ORG_RATE_LIMIT: '1000000',
+          LOUPE_LOG_LEVEL: 'ERROR',
         },
       });
       await addBalance(orgId, adminUserId, 1e9);
@@ -247,6 +255,8 @@ export const linking: BenchModule = {
         .filter(({ o }) => !o.recalled)
         .slice(0, 8)
         .map(({ q, o }) => `  - [${q.db}] ${q.question} — missing ${o.missing.join(', ')}`);
+      const singleTable = singleSection(single);
+      over.push(...singleTable.over);
       return {
         head: [
           'retrieval',
@@ -262,6 +272,7 @@ export const linking: BenchModule = {
           `Embeddings row: ${built.embedded} tables embedded in ${(indexMs / 1000).toFixed(1)} s (256 dimensions, test model server); time per question includes embedding the question.`,
           'Recall: the first model request describes every table of the reference SQL with its columns (named only in "Other tables" does not count). Prompt: bytes of that request (system prompt, question, tool definitions). The scripted model asks describe_tables for the missing tables, then answers: calls per question = 1 + lookups. Measures retrieval only, not the answers of any real model.',
           ...(misses.length ? ['Missed (after), first ones:', ...misses] : []),
+          ...singleTable.notes,
         ],
         overTarget: over,
       };
@@ -278,6 +289,58 @@ export const linking: BenchModule = {
     }
   },
 };
+
+/** The single-schema benchmarks as a second table in the notes (see bench/linking-single.ts). */
+function singleSection(single: { benches: SingleBench[]; missing: string[] }) {
+  const r = singleReport(single.benches, {
+    recall: SINGLE_RECALL_TARGET,
+    bytes: PROMPT_TARGET_BYTES,
+    ms: RANKING_TARGET_MS,
+  });
+  const head = SINGLE_HEAD;
+  const table = [head, head.map(() => '---'), ...r.rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
+  return {
+    over: r.over,
+    notes: [
+      `Single schema (every database's tables side by side in one schema; questions split once by SHA-256 of their text into tuning and held-out halves; targets: held-out first-request recall ≥ ${pct(SINGLE_RECALL_TARGET)}, request ≤ ${kb(PROMPT_TARGET_BYTES)}, ranking ≤ ${RANKING_TARGET_MS} ms):`,
+      table,
+      ...r.notes,
+      ...single.missing,
+    ],
+  };
+}
+
+const SINGLE_HEAD = [
+  'benchmark, half',
+  'recall (first request)',
+  'recall after one search_schema',
+  'mean request',
+  'largest request',
+  'ranking time / question',
+];
+
+async function singleOnlyRun(cacheDir: string | undefined) {
+  let single: { benches: SingleBench[]; missing: string[] };
+  if (cacheDir && existsSync(`${cacheDir}/linking-single.json`))
+    single = await loadSingleBenches(undefined as never, undefined as never, cacheDir);
+  else {
+    const pgServer = await startPostgres();
+    const server = await startTestServer({ adminKey: generateKey() });
+    try {
+      single = await loadSingleBenches(pgServer, server, cacheDir);
+    } finally {
+      await server.stop();
+      await closeAllDrivers();
+      await pgServer.stop();
+    }
+  }
+  const r = singleReport(single.benches, {
+    recall: SINGLE_RECALL_TARGET,
+    bytes: PROMPT_TARGET_BYTES,
+    ms: RANKING_TARGET_MS,
+  });
+  return { head: SINGLE_HEAD, rows: r.rows, notes: [...r.notes, ...single.missing], overTarget: r.over };
+}
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const kb = (n: number) => `${(n / 1000).toFixed(1)} KB`;

@@ -13,7 +13,7 @@ export const ChatRequest = z.object({
 });
 
 export const ChatStep = z.object({
-  action: z.enum(['run_query', 'search_tables', 'describe_tables', 'invalid_tool_call']),
+  action: z.enum(['run_query', 'search_schema', 'search_tables', 'describe_tables', 'invalid_tool_call']),
   detail: z.string(),
   sql: z.nullable(z.string()),
   queryResult: z.nullable(

@@ -20,8 +20,8 @@ import {
   renderTable,
   SCHEMA_BUDGET,
   schemaFitsWhole,
-  searchTables,
 } from './schema-context';
+import { SEARCH_SCHEMA_LIMIT, schemaSearchLines, searchSchema } from './schema-search';
 import type { ChatEvent } from './sse';
 import {
   errorForModel,
@@ -95,6 +95,40 @@ function schemaRoom(
   return Math.floor((FIRST_PROMPT_LIMIT - fixed) / 1.1);
 }
 
+/** Characters the first request leaves for the schema text of this input (SCHEMA_BUDGET + CATALOG_BUDGET at most). */
+function schemaRoomOf(input: Omit<AssistantInput, 'ai' | 'ctx'>): number {
+  const base = {
+    connection: input.connection,
+    availableConnections: input.availableConnections,
+    schemaSummary: input.schemaSummary,
+    history: input.history,
+    question: input.question,
+  };
+  if (!input.connection) return 0;
+  return Math.min(
+    SCHEMA_BUDGET + CATALOG_BUDGET,
+    schemaRoom(base, toolDefinitions(input.connection.type, true)),
+  );
+}
+
+/**
+ * The schema part of the first request, exactly as runAssistant builds it (also used by the linking
+ * benchmark, which measures first requests without a model): the question's ranked tables within the
+ * room the rest of the request leaves under FIRST_PROMPT_LIMIT.
+ */
+export function firstSchemaContext(
+  input: Omit<AssistantInput, 'ai' | 'ctx'>,
+  semantic?: number[],
+): ReturnType<typeof buildSchemaContext> {
+  const earlier = input.history.filter((m) => m.role === 'USER').map((m) => m.content);
+  const earlierSql = input.history.flatMap((m) => (m.sqlQuery ? [m.sqlQuery] : []));
+  return schemaContextBuilder(input.tables ?? [], input.notes, input.question, earlier, {
+    earlierSql,
+    maxChars: schemaRoomOf(input),
+    semantic,
+  });
+}
+
 const FALLBACK_ANSWER = 'I could not produce an answer to that question. Please rephrase it or add detail.';
 
 /**
@@ -107,8 +141,6 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
   const { ctx, connection } = input;
   const emit = input.emit ?? (() => {});
   const tables = input.tables ?? [];
-  const earlier = input.history.filter((m) => m.role === 'USER').map((m) => m.content);
-  const earlierSql = input.history.flatMap((m) => (m.sqlQuery ? [m.sqlQuery] : []));
   const base = {
     connection,
     availableConnections: input.availableConnections,
@@ -118,14 +150,10 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
   };
   let schema = null as ReturnType<typeof buildSchemaContext> | null;
   if (connection && input.tables) {
-    const maxChars = Math.min(
-      SCHEMA_BUDGET + CATALOG_BUDGET,
-      schemaRoom(base, toolDefinitions(connection.type, true)),
-    );
     // A schema too large to describe whole is narrowed; the embedding index (when configured and built)
     // adds its ranking of the question. It never fails the answer: lexical ranking is the fallback.
     const semantic =
-      !embeddingSettings() || schemaFitsWhole(tables, input.notes, input.question, maxChars)
+      !embeddingSettings() || schemaFitsWhole(tables, input.notes, input.question, schemaRoomOf(input))
         ? undefined
         : await semanticRanking({
             who: { orgId: ctx.orgId, userId: ctx.userId },
@@ -133,11 +161,7 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
             tables,
             question: input.question,
           });
-    schema = schemaContextBuilder(tables, input.notes, input.question, earlier, {
-      earlierSql,
-      maxChars,
-      semantic,
-    });
+    schema = firstSchemaContext(input, semantic);
   }
   const messages: ChatCompletionMessageParam[] = buildMessages({ ...base, schema });
 
@@ -314,20 +338,27 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
         return errorForModel(err, queryAllowed);
       }
     }
-    if (tc.name === 'search_tables') {
+    // search_tables: the earlier name of search_schema (with `keywords`), still answered.
+    if (tc.name === 'search_schema' || tc.name === 'search_tables') {
       lookedUpSchema = true;
-      const keywords = parsed.ok && typeof parsed.value.keywords === 'string' ? parsed.value.keywords : '';
-      const found = keywords ? searchTables(tables, input.notes, keywords) : [];
+      const arg = parsed.ok ? (parsed.value.query ?? parsed.value.keywords) : undefined;
+      const query = typeof arg === 'string' ? arg.trim() : '';
+      const found = query ? searchSchema({ tables, notes: input.notes }, query, SEARCH_SCHEMA_LIMIT) : [];
       step({
-        action: 'search_tables',
-        detail: `Searched the schema for "${clip(keywords, 100)}": ${found.length} match${found.length === 1 ? '' : 'es'}`,
+        action: tc.name,
+        detail: `Searched the schema for "${clip(query, 100)}": ${found.length} match${found.length === 1 ? '' : 'es'}`,
         sql: null,
       });
       if (!tables.length)
         return JSON.stringify({ ok: false, error: 'The schema of this connection has not been read yet.' });
+      if (!query)
+        return JSON.stringify({
+          ok: false,
+          error: 'Call search_schema with {"query": "words or the question"}.',
+        });
       return JSON.stringify({
         ok: true,
-        tables: found,
+        tables: schemaSearchLines(found),
         ...(found.length ? {} : { note: 'No table matched; try other words.' }),
       });
     }

@@ -28,7 +28,7 @@ export interface IntentFacts {
   hasHistory: boolean;
   /** run_query was called at least once. */
   ranQuery: boolean;
-  /** search_tables or describe_tables was called. */
+  /** search_schema or describe_tables was called. */
   lookedUpSchema: boolean;
   hasConnection: boolean;
 }

@@ -80,7 +80,7 @@ export function systemPrompt(input: PromptInput): string {
     '',
     'Rules:',
     '- For any question about the data, call run_query and base the answer only on its results. Never invent numbers, names or rows.',
-    '- Use only tables and columns that appear in the schema below or that search_tables / describe_tables returned. If a table you need is only listed by name, call describe_tables first.',
+    '- Use only tables and columns that appear in the schema below or that search_schema / describe_tables returned. If a table you need is only listed by name, call describe_tables first; if it is not in the schema below at all, call search_schema.',
     '- Each run_query runs exactly one read-only statement. Statements that change data or structure are refused; never attempt them, even if asked.',
     '- Add a LIMIT (100 or fewer rows) unless the query aggregates. You see at most 20 rows of any result; the user sees the full result next to your answer.',
     '- If a query fails, read the database error, correct the query and run it again (at most 3 corrections).',
@@ -105,7 +105,7 @@ export function systemPrompt(input: PromptInput): string {
   } else
     lines.push(
       '',
-      'The schema of this connection has not been read yet. Use search_tables only after it is introspected; meanwhile you may query the database catalog (e.g. information_schema) to find tables.',
+      'The schema of this connection has not been read yet. Use search_schema only after it is introspected; meanwhile you may query the database catalog (e.g. information_schema) to find tables.',
     );
   return lines.join('\n');
 }

@@ -3,7 +3,7 @@ import type { Intent } from './intent';
 
 /** One tool call the assistant made while answering. */
 export interface ChatStep {
-  action: 'run_query' | 'search_tables' | 'describe_tables' | 'invalid_tool_call';
+  action: 'run_query' | 'search_schema' | 'search_tables' | 'describe_tables' | 'invalid_tool_call';
   detail: string;
   sql: string | null;
   queryResult: { columns: string[]; rowCount: number; executionTime: number } | null;

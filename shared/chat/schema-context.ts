@@ -1,8 +1,10 @@
 import {
   bareName,
-  buildIndex,
+  indexFor,
   type NoteLike,
+  notesByTable,
   notesOf,
+  queryTerms,
   rawWords,
   type SchemaIndex,
   term,
@@ -16,15 +18,20 @@ export { bareName, type NoteLike, notesOf } from '../connections/schema-index';
  * The schema part of the first prompt is budgeted in tokens (estimated from bytes, see estimateTokens):
  * the best-ranked tables are described with their columns until the budget is spent.
  */
-export const SCHEMA_TOKEN_BUDGET = 6_000;
+export const SCHEMA_TOKEN_BUDGET = 10_000;
 /** Bytes per token assumed by estimateTokens (schema text is identifier-heavy: about 3.5 on common tokenizers). */
 const BYTES_PER_TOKEN = 3.5;
 /** Characters of detailed table definitions in the first prompt at most (the token budget in characters). */
 export const SCHEMA_BUDGET = Math.floor(SCHEMA_TOKEN_BUDGET * BYTES_PER_TOKEN);
 /** Characters of the name-only list of the other tables. */
 export const CATALOG_BUDGET = 3_000;
-/** Tables described in the first prompt at most. */
-export const MAX_DETAILED_TABLES = 60;
+/** Tables described in the first prompt at most (the character budget ends it first on most schemas). */
+export const MAX_DETAILED_TABLES = 400;
+/**
+ * A schema of at most this many tables that fits the budget is described whole, without ranking; a
+ * larger one is ranked (and the optional embedding index consulted) even when many of its tables fit.
+ */
+export const WHOLE_SCHEMA_TABLES = 60;
 /** Tables described in full (with annotations and examples); the next ones get one line each. */
 export const FULL_TABLES = 8;
 /** Columns shown per table before "+N more". */
@@ -73,7 +80,7 @@ export function rankTables(
   tables: TableInfo[],
   notes: NoteLike[],
   text: string,
-  index: SchemaIndex = buildIndex(tables, notes),
+  index: SchemaIndex = indexFor(tables, notes),
 ): Array<{ table: TableInfo; score: number }> {
   const scores = lexicalScores(index, text);
   return [...scores.entries()]
@@ -89,7 +96,7 @@ function lexicalScores(index: SchemaIndex, text: string): Map<number, number> {
   const scores = index.rank(text);
   if (!scores.size) return scores;
   const top = Math.max(...scores.values());
-  const qTerms = new Set(rawWords(text).map(term));
+  const qTerms = new Set(queryTerms(text));
   for (const [i, s] of scores) {
     const nameTerms = rawWords(bareName(index.tables[i].name)).map(term);
     if (nameTerms.length && nameTerms.every((w) => qTerms.has(w))) scores.set(i, s + top * 0.5);
@@ -239,11 +246,12 @@ export function schemaFitsWhole(tables: TableInfo[], notes: NoteLike[], question
   const focus = words(question);
   const max = Math.max(1_000, maxChars ?? SCHEMA_BUDGET + CATALOG_BUDGET);
   const budget = max - Math.min(CATALOG_BUDGET, Math.floor(max / 6));
-  if (tables.length > MAX_DETAILED_TABLES) return false;
+  if (tables.length > WHOLE_SCHEMA_TABLES) return false;
   let used = 0;
+  const notesFor = notesByTable(notes);
   for (const t of tables) {
-    let r = renderTable(t, notes, { focus });
-    if (r.length > budget / 4) r = renderTable(t, notes, { focus, maxColumns: 25 });
+    let r = renderTable(t, notesFor(t), { focus });
+    if (r.length > budget / 4) r = renderTable(t, notesFor(t), { focus, maxColumns: 25 });
     used += r.length + 1;
     if (used > budget) return false;
   }
@@ -272,7 +280,7 @@ export function tablesInSql(sql: string): string[] {
  *  4. the budget (SCHEMA_TOKEN_BUDGET, or less when the rest of the request leaves less room) is spent
  *     in that order: the first FULL_TABLES tables in full (with annotations and examples), the next ones
  *     in one line each with their columns and types. The rest are listed by name while that list fits;
- *     the search_tables / describe_tables tools reach everything else;
+ *     the search_schema / describe_tables tools reach everything else;
  *  5. with an embedding ranking (opts.semantic), its best tables not described yet are added in one
  *     line each, in room taken from the list of names: embeddings only add to what lexical ranking chose.
  */
@@ -288,11 +296,13 @@ export function buildSchemaContext(
   const catalogBudget = Math.min(CATALOG_BUDGET, Math.floor(maxChars / 6));
   const budget = maxChars - catalogBudget;
   const full = new Map<string, string>();
+  const notesFor = notesByTable(notes);
   const render = (t: TableInfo) => {
     let r = full.get(t.name);
     if (r === undefined) {
-      r = renderTable(t, notes, { focus });
-      if (r.length > budget / 4) r = renderTable(t, notes, { focus, maxColumns: 25 });
+      const own = notesFor(t);
+      r = renderTable(t, own, { focus });
+      if (r.length > budget / 4) r = renderTable(t, own, { focus, maxColumns: 25 });
       full.set(t.name, r);
     }
     return r;
@@ -305,7 +315,7 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  if (tables.length <= MAX_DETAILED_TABLES && tables.reduce((n, t) => n + render(t).length + 1, 0) <= budget)
+  if (tables.length <= WHOLE_SCHEMA_TABLES && tables.reduce((n, t) => n + render(t).length + 1, 0) <= budget)
     return {
       text: tables.map(render).join('\n'),
       detailed: tables.map((t) => t.name),
@@ -313,7 +323,7 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  const index = buildIndex(tables, notes);
+  const index = indexFor(tables, notes);
   const questionTerms = new Set(terms(question));
   const score = lexicalScores(index, question);
   for (const q of earlierQuestions)
@@ -370,7 +380,7 @@ export function buildSchemaContext(
   for (const i of order) {
     if (detailed.length >= MAX_DETAILED_TABLES) break;
     const t = tables[i];
-    const brief = () => renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
+    const brief = () => renderTableBrief(t, { maxColumns: 40, notes: notesFor(t), questionTerms });
     let r = detailed.length < FULL_TABLES ? render(t) : brief();
     if (used + r.length + 1 > budget && detailed.length < FULL_TABLES) r = brief();
     if (used + r.length + 1 > budget) {
@@ -389,7 +399,7 @@ export function buildSchemaContext(
     if (added >= SEMANTIC_EXTRA_TABLES) break;
     const t = tables[i];
     if (detailed.includes(t)) continue;
-    const r = renderTableBrief(t, { maxColumns: 40, notes, questionTerms });
+    const r = renderTableBrief(t, { maxColumns: 40, notes: notesFor(t), questionTerms });
     if (extraUsed + r.length + 1 > extraRoom) continue;
     detailed.push(t);
     pieces.push(r);
@@ -398,10 +408,16 @@ export function buildSchemaContext(
   }
   const catalogRoom = catalogBudget - extraUsed;
   const shown = new Set(detailed.map((t) => t.name));
-  const others = tables
-    .filter((t) => !shown.has(t.name))
-    .map((t) => t.name)
-    .sort();
+  // The next best-ranked tables first, then the rest by name.
+  const ranked = order.map((i) => tables[i].name).filter((n) => !shown.has(n));
+  const inRanked = new Set(ranked);
+  const others = [
+    ...ranked,
+    ...tables
+      .map((t) => t.name)
+      .filter((n) => !shown.has(n) && !inRanked.has(n))
+      .sort(),
+  ];
   let catalog = '';
   let listed = 0;
   for (const name of others) {
@@ -413,7 +429,7 @@ export function buildSchemaContext(
   const parts = [pieces.join('\n')];
   if (others.length)
     parts.push(
-      `\nOther tables (${others.length}; not described above — use search_tables or describe_tables before querying them): ${catalog}${
+      `\nOther tables (${others.length}, the next best matches first; not described above — use search_schema or describe_tables before querying them): ${catalog}${
         listed < others.length ? `, … and ${others.length - listed} more` : ''
       }`,
     );
@@ -423,18 +439,6 @@ export function buildSchemaContext(
     total: tables.length,
     partial: others.length > 0,
   };
-}
-
-/** Finds tables for the search_tables tool: ranked matches of the keywords, as one-line summaries. */
-export function searchTables(tables: TableInfo[], notes: NoteLike[], keywords: string, limit = 15): string[] {
-  return rankTables(tables, notes, keywords)
-    .slice(0, limit)
-    .map(({ table }) => {
-      const note = notesOf(table, notes).find((n) => n.columnName === null);
-      const cols = table.columns.map((c) => c.name);
-      const colText = cols.slice(0, 25).join(', ') + (cols.length > 25 ? `, … +${cols.length - 25}` : '');
-      return `${table.name}(${colText})${quotedComment(table.comment, 120)}${note ? ` -- ${clip(note.annotation, 120)}` : ''}`;
-    });
 }
 
 /** Finds tables by name for describe_tables (full or bare name, case-insensitive). */

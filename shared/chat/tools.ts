@@ -10,7 +10,7 @@ const VALUE_CHARS = 200;
 /** Characters of one tool result sent back to the model. */
 export const TOOL_RESULT_CHARS = 6_000;
 
-export type ToolName = 'run_query' | 'search_tables' | 'describe_tables';
+export type ToolName = 'run_query' | 'search_schema' | 'describe_tables';
 
 /** The tools offered to the model: running a read-only query (when allowed) and looking up tables. */
 export function toolDefinitions(type: DbType, canQuery: boolean): ChatCompletionTool[] {
@@ -44,15 +44,19 @@ export function toolDefinitions(type: DbType, canQuery: boolean): ChatCompletion
     {
       type: 'function',
       function: {
-        name: 'search_tables',
+        name: 'search_schema',
         description:
-          'Search the database schema for tables whose names, columns or annotations match the keywords. Use it when the tables you need are not described in the prompt.',
+          'Search the whole database schema for the tables a question needs: ranks every table by its name, columns, annotations and sampled values (word forms and compound names included) and returns the best matches with their columns. Use it when a table you need is not described above.',
         parameters: {
           type: 'object',
           properties: {
-            keywords: { type: 'string', description: 'Words to look for, e.g. "invoice payment".' },
+            query: {
+              type: 'string',
+              description:
+                'The question, or words for what the missing table holds, e.g. "gas station country".',
+            },
           },
-          required: ['keywords'],
+          required: ['query'],
           additionalProperties: false,
         },
       },

@@ -1,6 +1,9 @@
+import { createHash } from 'node:crypto';
 import MiniSearch from 'minisearch';
-import { stemmer } from 'stemmer';
 import type { TableInfo } from '../databases/drivers/types';
+import { root, splitCompound, term } from './word-forms';
+
+export { term } from './word-forms';
 
 /**
  * Lexical search over a schema, without a model: one document per table with its name, schema, column
@@ -43,9 +46,6 @@ export function rawWords(text: string): string[] {
     .filter(Boolean);
 }
 
-/** A word's index term: Porter stem of the lowercased word. */
-export const term = (w: string): string => (w.length > 2 ? stemmer(w) : w);
-
 /** Index terms of a text: identifier words without stop words or bare numbers, stemmed. */
 export function terms(text: string): string[] {
   const out: string[] = [];
@@ -54,6 +54,26 @@ export function terms(text: string): string[] {
     out.push(term(w));
   }
   return out;
+}
+
+/**
+ * The terms a question is searched with: its own terms; each pair of neighbouring words joined (`gas
+ * stations` → gasstation, to meet a compound identifier); and the roots of its words (`~consum` for
+ * consumed, to meet consumption), which only the index's roots field holds.
+ */
+export function queryTerms(text: string): string[] {
+  const ws = rawWords(text).filter((w) => !/^\d+$/.test(w));
+  const out = new Set<string>();
+  for (let i = 0; i < ws.length; i++) {
+    const w = ws[i];
+    if (STOP.has(w)) continue;
+    out.add(term(w));
+    const r = root(w);
+    if (r) out.add(`~${r}`);
+    const next = ws[i + 1];
+    if (next && !STOP.has(next)) out.add(term(w + next));
+  }
+  return [...out];
 }
 
 /** The table name without its schema qualifier (`sales.orders` → `orders`). */
@@ -69,6 +89,25 @@ export function notesOf(table: TableInfo, notes: NoteLike[]): NoteLike[] {
   });
 }
 
+/**
+ * notesOf for many tables at once: the notes grouped by lowercase table name once, then each table's
+ * found by its full, bare and schema-qualified names (notesOf scans every note for each table).
+ */
+export function notesByTable(notes: NoteLike[]): (table: TableInfo) => NoteLike[] {
+  const byName = new Map<string, NoteLike[]>();
+  for (const n of notes) {
+    const k = n.tableName.toLowerCase();
+    const list = byName.get(k);
+    if (list) list.push(n);
+    else byName.set(k, [n]);
+  }
+  return (t) => {
+    const keys = new Set([t.name.toLowerCase(), bareName(t.name).toLowerCase()]);
+    if (t.schema) keys.add(`${t.schema}.${bareName(t.name)}`.toLowerCase());
+    return [...keys].flatMap((k) => byName.get(k) ?? []);
+  };
+}
+
 /** The schema part of a table's name (`sales.orders` → `sales`; '' when unqualified). */
 const schemaOf = (t: TableInfo) => (t.name.includes('.') ? t.name.slice(0, t.name.lastIndexOf('.')) : '');
 
@@ -82,9 +121,20 @@ interface Doc {
   values: string;
   /** The database's comments on the table and its columns. */
   comments: string;
+  /** Roots (`~consum`) of the words of the table's and columns' names, space separated. */
+  roots: string;
 }
 
-const BOOST = { name: 4, columns: 2, values: 1.5, keys: 0.5, notes: 0.6, comments: 0.6, schema: 0.5 };
+const BOOST = {
+  name: 4,
+  columns: 2,
+  values: 1.5,
+  keys: 0.5,
+  notes: 0.6,
+  comments: 0.6,
+  schema: 0.5,
+  roots: 0.6,
+};
 
 /** `customer_id`, `CustomerID`, `country_code`: a column that names another table's key. */
 const keyLike = (column: string) => {
@@ -96,37 +146,76 @@ export interface SchemaIndex {
   tables: TableInfo[];
   /** BM25 rank of the tables for a text: index into `tables` → score (only tables that match). */
   rank(text: string): Map<number, number>;
-  /** Tables linked to table i: declared foreign keys both ways, and key-like column names. */
+  /** Tables linked to table i: declared foreign keys both ways, key-like column names, columns named after a table. */
   neighbours(i: number): Set<number>;
+}
+
+/** Built indexes kept for reuse, by a digest of the tables and notes they were built from (least recently used out). */
+const built = new Map<string, SchemaIndex>();
+const BUILT_MAX = 4;
+
+/**
+ * The index of a schema, built once per content: a chat answer ranks its question, the search_schema
+ * tool and the next questions on the same connection reuse it as long as the tables and the
+ * annotations are the same (a SHA-1 digest of both, a few ms on 1,000 tables; building takes ~100).
+ */
+export function indexFor(tables: TableInfo[], notes: NoteLike[]): SchemaIndex {
+  const key = createHash('sha1')
+    .update(JSON.stringify(tables))
+    .update(JSON.stringify(notes))
+    .digest('base64');
+  let index = built.get(key);
+  if (index) built.delete(key);
+  else index = buildIndex(tables, notes);
+  built.set(key, index);
+  while (built.size > BUILT_MAX) built.delete(built.keys().next().value!);
+  return index;
 }
 
 /** Builds the lexical index and the join graph of a schema (about 1 ms per 10 tables). */
 export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex {
-  const byTable = new Map<string, NoteLike[]>();
-  for (const n of notes) {
-    const k = n.tableName.toLowerCase();
-    const list = byTable.get(k);
-    if (list) list.push(n);
-    else byTable.set(k, [n]);
+  const notesFor = notesByTable(notes);
+  // The schema's own vocabulary (words of table and column names), to split compound names with.
+  const vocabulary = new Set<string>();
+  for (const t of tables) {
+    for (const w of rawWords(bareName(t.name))) vocabulary.add(w);
+    for (const c of t.columns) for (const w of rawWords(c.name)) vocabulary.add(w);
   }
-  const notesFor = (t: TableInfo) => {
-    const bare = bareName(t.name).toLowerCase();
-    const full = t.name.toLowerCase();
-    return full === bare
-      ? (byTable.get(full) ?? [])
-      : [...(byTable.get(full) ?? []), ...(byTable.get(bare) ?? [])];
+  const known = (part: string) => vocabulary.has(part) || vocabulary.has(`${part}s`);
+  const splits = new Map<string, string>();
+  /** An identifier with its compound words also split (`gasstations` → `gasstations gas stations`). */
+  const spelled = (name: string) => {
+    const extra: string[] = [];
+    for (const w of rawWords(name)) {
+      let s = splits.get(w);
+      if (s === undefined) {
+        const parts = splitCompound(w, known);
+        s = parts ? parts.join(' ') : '';
+        splits.set(w, s);
+      }
+      if (s) extra.push(s);
+    }
+    return extra.length ? `${name} ${extra.join(' ')}` : name;
   };
+  const rootsOf = (text: string) =>
+    rawWords(text)
+      .map((w) => (STOP.has(w) ? null : root(w)))
+      .filter((r): r is string => !!r)
+      .map((r) => `~${r}`)
+      .join(' ');
   const docs: Doc[] = tables.map((t, id) => {
     const own = notesFor(t);
+    const name = spelled(bareName(t.name));
+    const columns = t.columns
+      .filter((c) => !keyLike(c.name))
+      .map((c) => spelled(c.name))
+      .join(' ');
     return {
       id,
-      name: bareName(t.name),
+      name,
       schema: schemaOf(t),
       // Key columns say what a table joins to more than what it is about: their own, lighter field.
-      columns: t.columns
-        .filter((c) => !keyLike(c.name))
-        .map((c) => c.name)
-        .join(' '),
+      columns,
       keys: t.columns
         .filter((c) => keyLike(c.name))
         .map((c) => c.name)
@@ -134,16 +223,19 @@ export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex 
       notes: own.map((n) => n.annotation).join(' \n '),
       values: own.map((n) => n.examples ?? '').join(' \n '),
       comments: [t.comment ?? '', ...t.columns.map((c) => c.comment ?? '')].filter(Boolean).join(' \n '),
+      roots: `${rootsOf(name)} ${rootsOf(columns)}`,
     };
   });
   const search = new MiniSearch<Doc>({
-    fields: ['name', 'schema', 'columns', 'keys', 'notes', 'values', 'comments'],
-    tokenize: (text) => rawWords(text),
-    processTerm: (w) => (STOP.has(w) || /^\d+$/.test(w) ? null : term(w)),
+    fields: ['name', 'schema', 'columns', 'keys', 'notes', 'values', 'comments', 'roots'],
+    tokenize: (text, field) => (field === 'roots' ? text.split(' ').filter(Boolean) : rawWords(text)),
+    processTerm: (w, field) => (field === 'roots' ? w : STOP.has(w) || /^\d+$/.test(w) ? null : term(w)),
     searchOptions: {
       boost: BOOST,
-      prefix: (t) => t.length >= 5,
+      prefix: (t) => t.length >= 5 && !t.startsWith('~'),
       combineWith: 'OR',
+      tokenize: (text) => text.split(' ').filter(Boolean),
+      processTerm: (t) => t,
     },
   });
   search.addAll(docs);
@@ -190,8 +282,14 @@ export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex 
         for (let k = 0; k < base.length; k++)
           for (const j of near(i, byNameTerms.get(base.slice(k).join(' ')))) link(i, j);
       }
-      if (!c.primaryKey || t.primaryKey.length > 1)
+      if (!c.primaryKey || t.primaryKey.length > 1) {
         for (const j of near(i, byPk.get(c.name.toLowerCase()))) link(i, j);
+        // A column named after a table holds its key (`car_makers.Country` → countries), declared or not.
+        if (!keyLike(c.name)) {
+          const named = near(i, byNameTerms.get(rawWords(c.name).map(term).join(' ')));
+          if (named.length <= 3) for (const j of named) link(i, j);
+        }
+      }
     }
   });
 
@@ -199,8 +297,9 @@ export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex 
     tables,
     rank(text: string) {
       const out = new Map<number, number>();
-      if (!terms(text).length) return out;
-      for (const r of search.search(text)) out.set(r.id as number, r.score);
+      const q = queryTerms(text);
+      if (!q.length) return out;
+      for (const r of search.search(q.join(' '))) out.set(r.id as number, r.score);
       return out;
     },
     neighbours: (i) => links[i],

@@ -7,23 +7,13 @@ import {
   postgresAdmin,
   postgresConnection,
 } from '../support/connections';
-import { completions, type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../support/fake-openai';
+import { completions, type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
+import { block, systemText } from '../support/schema-prompt';
 import { startTestServer, type TestServer } from '../support/server';
 
 const DB = 'chat_linking';
 const FILLER = 420;
 const WORDS = ['audit', 'cache', 'session', 'metric', 'job', 'queue', 'token', 'setting', 'flag', 'webhook'];
-
-const systemText = (req: RecordedRequest) => req.body.messages[0].content as string;
-/** The block of the system prompt that describes a table (its header line and column lines), or ''. */
-const block = (system: string, table: string) => {
-  const lines = system.split('\n');
-  const i = lines.findIndex((l) => l.startsWith(`TABLE ${table} `) || l.startsWith(`TABLE ${table}:`));
-  if (i < 0) return '';
-  const out = [lines[i]];
-  for (let j = i + 1; j < lines.length && lines[j].startsWith('  '); j++) out.push(lines[j]);
-  return out.join('\n');
-};
 
 /**
  * Schema linking on real PostgreSQL with rows: a question that names a value (`LAM`, `CZK`,

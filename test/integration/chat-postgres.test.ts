@@ -140,7 +140,7 @@ describe('chat on PostgreSQL', () => {
     expect(systemText(first)).toContain('A small shop'); // the cached summary
     expect(first.body.tools.map((t: any) => t.function.name)).toEqual([
       'run_query',
-      'search_tables',
+      'search_schema',
       'describe_tables',
     ]);
     expect(first.body.messages.at(-1)).toEqual({ role: 'user', content: 'Which customer spent the most?' });

@@ -113,13 +113,13 @@ describe('chat on SQLite with a 300-table schema', () => {
     expect(r.body.data.content).toBe('Unpaid: Acme 100, Bolt 80');
   });
 
-  it('looks up tables outside the prompt through search_tables and describe_tables', async () => {
+  it('looks up tables outside the prompt through search_schema and describe_tables', async () => {
     fake.script(
-      { toolCalls: [{ name: 'search_tables', arguments: { keywords: 'webhook' } }] },
+      { toolCalls: [{ name: 'search_schema', arguments: { query: 'webhook' } }] },
       (req) => {
         const found = lastTool(req).tables as string[];
         expect(found.length).toBeGreaterThan(0);
-        expect(found.every((t) => t.startsWith('sys_webhook_'))).toBe(true);
+        expect(found.every((t) => t.startsWith('TABLE sys_webhook_'))).toBe(true);
         return {
           toolCalls: [
             { name: 'describe_tables', arguments: { tables: ['sys_webhook_009', 'no_such_table'] } },
@@ -139,7 +139,7 @@ describe('chat on SQLite with a 300-table schema', () => {
     });
     expect(r.status, r.text).toBe(200);
     expect(r.body.data.intent).toBe('schema_question');
-    expect(r.body.data.steps.map((st: any) => st.action)).toEqual(['search_tables', 'describe_tables']);
+    expect(r.body.data.steps.map((st: any) => st.action)).toEqual(['search_schema', 'describe_tables']);
     expect(r.body.data.steps[1].detail).toMatch(/sys_webhook_009.*not found: no_such_table/);
   });
 

@@ -10,10 +10,10 @@ import {
   renderTable,
   SCHEMA_BUDGET,
   SCHEMA_TOKEN_BUDGET,
-  searchTables,
   tablesInSql,
   words,
 } from '../../shared/chat/schema-context';
+import { searchSchema } from '../../shared/chat/schema-search';
 import { terms } from '../../shared/connections/schema-index';
 import type { TableInfo } from '../../shared/databases/drivers/types';
 
@@ -117,7 +117,7 @@ describe('table selection', () => {
     expect(ctx.detailed).toContain('invoice_lines'); // matches "quantity" and references products
     expect(ctx.detailed).toContain('invoices'); // referenced by invoice_lines
     expect(ctx.detailed.length).toBeLessThanOrEqual(MAX_DETAILED_TABLES);
-    expect(ctx.text).toMatch(/Other tables \(\d+; not described above/);
+    expect(ctx.text).toMatch(/Other tables \(\d+, the next best matches first; not described above/);
   });
 
   it('stays bounded however large the schema, listing as many other names as fit', () => {
@@ -180,10 +180,16 @@ describe('table rendering', () => {
 });
 
 describe('lookup tools', () => {
-  it('search_tables finds tables by keyword with their columns', () => {
-    const found = searchTables(bigSchema(30), [], 'webhook');
+  it('search_schema (searchSchema) finds tables by keyword, described with their columns', () => {
+    const found = searchSchema({ tables: bigSchema(30) }, 'webhook');
     expect(found.length).toBe(3);
-    expect(found[0]).toMatch(/^sys_webhook_\d{3}\(id, created_at, updated_at, payload/);
+    expect(found[0].table).toMatch(/^sys_webhook_\d{3}$/);
+    expect(found[0].description).toMatch(
+      /^TABLE sys_webhook_\d{3} \(~10 rows\): id integer PK, created_at text/,
+    );
+    expect(found[0].score).toBeGreaterThan(0);
+    expect(searchSchema({ tables: bigSchema(30) }, 'webhook', 2)).toHaveLength(2);
+    expect(searchSchema({ tables: bigSchema(30) }, 'the of and')).toEqual([]);
   });
 
   it('describe_tables resolves names case-insensitively, with or without quotes or schema', () => {

@@ -85,11 +85,11 @@ describe('tool errors and arguments', () => {
   it('offers run_query only while queries are allowed, and describes MongoDB queries as JSON', () => {
     expect(toolDefinitions('POSTGRES', true).map((t: any) => t.function.name)).toEqual([
       'run_query',
-      'search_tables',
+      'search_schema',
       'describe_tables',
     ]);
     expect(toolDefinitions('POSTGRES', false).map((t: any) => t.function.name)).toEqual([
-      'search_tables',
+      'search_schema',
       'describe_tables',
     ]);
     expect((toolDefinitions('MONGODB', true)[0] as any).function.description).toContain(
