@@ -4,17 +4,18 @@ import { BenchContext, type BenchModule, type BenchReport } from './context';
 import { guard } from './guard';
 import { linking } from './linking';
 import { load } from './load';
+import { memory } from './memory';
 import { query } from './query';
 
 /**
- * `npm run bench [-- --runs N] [-- --only name,name] [-- --strict] [-- --subset]` (`--subset`: the
+ * `npm run bench [-- --runs N] [-- --requests N] [-- --only name,name] [-- --strict] [-- --subset]` (`--subset`: the
  * linking benchmark on a smaller schema and every fourth question, for CI time)
  *
  * Benchmark modules, run in this order with one shared BenchContext (local store, an organization
  * with an admin key, the function bundles). To add one, write `bench/<name>.ts` exporting a
  * `BenchModule` ({ name, description, run(ctx) → { head, rows, notes?, overTarget } }) and list it here.
  */
-export const benchModules: BenchModule[] = [bundleSize, coldStart, query, load, guard, linking];
+export const benchModules: BenchModule[] = [bundleSize, coldStart, query, load, memory, guard, linking];
 
 function args(argv: string[]) {
   const get = (flag: string) => {
