@@ -12,7 +12,10 @@ export const MEMORY_TARGETS = { growthMb: 100, lateGrowthMb: 25 };
 const CLIENTS = 8;
 const ROOT = join(import.meta.dirname, '..');
 
-/** `--requests N` (default 100,000) and `--only-kind a,b` (bisecting: only these request kinds). */
+/**
+ * `--requests N` (default 100,000), `--warmup N` (default 2,000, at most a tenth of the requests: sent
+ * before the start figure) and `--only-kind a,b` (bisecting: only these request kinds).
+ */
 function options() {
   const argv = process.argv.slice(2);
   const get = (flag: string) => {
@@ -21,7 +24,9 @@ function options() {
   };
   const requests = Number(get('--requests') ?? 100_000);
   if (!Number.isInteger(requests) || requests < 100) throw new Error('--requests must be an integer ≥ 100');
-  return { requests, kinds: get('--only-kind')?.split(',').filter(Boolean) };
+  const warmup = Number(get('--warmup') ?? Math.min(2000, Math.ceil(requests / 10)));
+  if (!Number.isInteger(warmup) || warmup < 0) throw new Error('--warmup must be an integer ≥ 0');
+  return { requests, warmup, kinds: get('--only-kind')?.split(',').filter(Boolean) };
 }
 
 const mb = (kb: number) => kb / 1024;
@@ -164,28 +169,39 @@ interface Sample {
   anon: number;
 }
 
-/** Sends `total` requests from CLIENTS loops, sampling the server's resident memory every 250 requests. */
+/**
+ * Sends `warmup` requests (every kind served at least once, caches filled, the heap at its working size),
+ * then `total` more from CLIENTS loops, sampling the server's resident memory every 250 requests.
+ */
 async function drive(
   pid: number,
   total: number,
+  warmup: number,
   send: (i: number) => Promise<{ kind: string; status: number }>,
 ) {
-  const samples: Sample[] = [{ done: 0, ...residentKb(pid) }];
+  const cold = residentKb(pid);
   const statuses = new Map<string, number>();
-  let next = 0;
-  let done = 0;
-  const loop = async () => {
-    while (next < total) {
-      const i = next++;
-      const status = await send(i).catch(() => ({ kind: 'error', status: 0 }));
-      const key = `${status.status} ${status.kind}`;
-      statuses.set(key, (statuses.get(key) ?? 0) + 1);
-      if (++done % 250 === 0) samples.push({ done, ...residentKb(pid) });
-    }
+  const samples: Sample[] = [];
+  const phase = async (count: number, offset: number, sample: boolean) => {
+    let next = 0;
+    let done = 0;
+    const loop = async () => {
+      while (next < count) {
+        const i = offset + next++;
+        const status = await send(i).catch(() => ({ kind: 'error', status: 0 }));
+        const key = `${status.status} ${status.kind}`;
+        statuses.set(key, (statuses.get(key) ?? 0) + 1);
+        if (++done % 250 === 0 && sample) samples.push({ done, ...residentKb(pid) });
+      }
+    };
+    await Promise.all(Array.from({ length: CLIENTS }, loop));
+    return done;
   };
-  await Promise.all(Array.from({ length: CLIENTS }, loop));
+  await phase(warmup, 0, false);
+  samples.push({ done: 0, ...residentKb(pid) });
+  const done = await phase(total, warmup, true);
   samples.push({ done, ...residentKb(pid) });
-  return { samples, statuses };
+  return { cold, samples, statuses };
 }
 
 const at = (samples: Sample[], fraction: number, total: number) =>
@@ -193,12 +209,18 @@ const at = (samples: Sample[], fraction: number, total: number) =>
     Math.abs(s.done - fraction * total) < Math.abs(best.done - fraction * total) ? s : best,
   );
 
-function figures(samples: Sample[], total: number, after: { rss: number; anon: number }) {
+function figures(
+  run: { cold: { rss: number }; samples: Sample[] },
+  total: number,
+  after: { rss: number; anon: number },
+) {
+  const { samples } = run;
   const start = samples[0];
   const peak = samples.reduce((a, b) => (b.rss > a.rss ? b : a));
   const q2 = at(samples, 0.25, total);
   const q4 = samples[samples.length - 1];
   return {
+    cold: mb(run.cold.rss),
     start: mb(start.rss),
     peak: mb(peak.rss),
     end: mb(q4.rss),
@@ -280,13 +302,13 @@ export const memory: BenchModule = {
       if (!mix.length) throw new Error(`--only-kind: known kinds ${all.map((k) => k.name).join(', ')}`);
 
       const pid = server.child.pid!;
-      const run = await drive(pid, total, async (i) => {
+      const run = await drive(pid, total, opts.warmup, async (i) => {
         const k = mix[i % mix.length];
         const { path, body } = k.make(i);
         return { kind: k.name, status: (await call(url, key, k.method, path, body)).status };
       });
       await new Promise((r) => setTimeout(r, 5000));
-      const f = figures(run.samples, total, residentKb(pid));
+      const f = figures(run, total, residentKb(pid));
       const statuses = [...run.statuses]
         .filter(([s]) => !s.startsWith('200 '))
         .map(([s, n]) => `${n}× ${s}`)
@@ -302,6 +324,7 @@ export const memory: BenchModule = {
       const row = (label: string, x: typeof f, note: string, target: string) =>
         rows.push([
           label,
+          x.cold.toFixed(0),
           x.start.toFixed(0),
           x.peak.toFixed(0),
           x.end.toFixed(0),
@@ -319,7 +342,7 @@ export const memory: BenchModule = {
       );
 
       bare = await spawnServer('bench/memory-bare.mjs', { PORT: '0' });
-      const bareRun = await drive(bare.child.pid!, total, async (i) => {
+      const bareRun = await drive(bare.child.pid!, total, opts.warmup, async (i) => {
         const res = await fetch(`${bare!.url}/connections/x/query`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
@@ -329,11 +352,12 @@ export const memory: BenchModule = {
         return { kind: 'bare', status: res.status };
       });
       await new Promise((r) => setTimeout(r, 5000));
-      const b = figures(bareRun.samples, total, residentKb(bare.child.pid!));
+      const b = figures(bareRun, total, residentKb(bare.child.pid!));
       row('bare node:http server', b, `anon ${b.afterAnon.toFixed(0)} MB`, 'baseline');
       return {
         head: [
           'server',
+          'cold MB',
           'start MB',
           'peak MB',
           'end MB',
@@ -345,8 +369,8 @@ export const memory: BenchModule = {
         ],
         rows,
         notes: [
-          `${total.toLocaleString('en')} requests from ${CLIENTS} keep-alive clients, round-robin over: ${mix.map((k) => k.name).join(', ')} (queries with distinct SQL texts). Resident memory (VmRSS of the server process) sampled every 250 requests; "after" 5 s after the last answer.`,
-          `Targets: growth (after − start) < ${MEMORY_TARGETS.growthMb} MB; from the end of the first quarter to the end of the run < ${MEMORY_TARGETS.lateGrowthMb} MB (flat once warm). \`--requests N\` runs fewer; \`--only-kind a,b\` bisects by request kind.`,
+          `${total.toLocaleString('en')} requests (after ${opts.warmup.toLocaleString('en')} of warm-up) from ${CLIENTS} clients, round-robin over: ${mix.map((k) => k.name).join(', ')} (queries with distinct SQL texts). Resident memory (VmRSS of the server process): "cold" before the first request, "start" after the warm-up, sampled every 250 requests, "after" 5 s after the last answer.`,
+          `Targets: growth (after − start) < ${MEMORY_TARGETS.growthMb} MB; from the end of the first quarter to the end of the run (Q1→Q4) < ${MEMORY_TARGETS.lateGrowthMb} MB (flat once warm). \`--requests N\` runs fewer, \`--warmup N\` changes the warm-up, \`--only-kind a,b\` bisects by request kind.`,
         ],
         overTarget,
       };

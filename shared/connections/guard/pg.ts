@@ -9,6 +9,7 @@
 import type { ReadStatement } from '../sql-guard';
 import { readOnlyViolation } from './errors';
 import { pgDenied } from './functions';
+import { baselineWasmOnly } from './wasm-tiering';
 
 export interface PgFunctionCall {
   /** Lower-case unless quoted (as the server folds it); schema only when written. */
@@ -22,6 +23,7 @@ let parser: PgParser | undefined;
 /** Loads libpg-query (and its WebAssembly module) on first use: a lazy chunk like the other parsers. */
 export async function loadPgParser(): Promise<void> {
   if (parser) return;
+  baselineWasmOnly();
   const mod = (await import('libpg-query')) as unknown as PgParser & { loadModule(): Promise<void> };
   await mod.loadModule();
   parser = mod;
