@@ -23,6 +23,8 @@ import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './str
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 export const STAGE = 'v1';
+/** API Gateway's integration timeout for a buffered (non-streaming) answer. */
+const GATEWAY_SECONDS = 29;
 
 export function requestHandler(log: (line: string) => void) {
   // The Lambda runtime's response-streaming globals, before any handler module is loaded.
@@ -58,13 +60,18 @@ export function requestHandler(log: (line: string) => void) {
     const group = groupFor(path);
     const event = await toProxyEvent(req, path, STAGE, url);
     const handler = await handlerFor(group.name);
+    // The invocation's real deadline from the request's arrival: the function's timeout and, for a
+    // buffered answer, API Gateway's 29 s integration limit (what a deployed handler lives under).
+    const timeoutMs =
+      1000 * Math.min(group.timeoutSeconds ?? GATEWAY_SECONDS, group.streaming ? Infinity : GATEWAY_SECONDS);
+    const context = lambdaContext(`loupe-${group.name}`, timeoutMs, event.requestContext.requestTimeEpoch);
     if (isStreamingHandler(handler)) {
-      const status = await invokeStreaming(handler, event, lambdaContext(`loupe-${group.name}`), res);
+      const status = await invokeStreaming(handler, event, context, res);
       const took = (performance.now() - started).toFixed(1);
       log(`${req.method} ${url.pathname} ${status} ${took}ms ${group.name} (streamed)`);
       return;
     }
-    const result = await handler(event, lambdaContext(`loupe-${group.name}`));
+    const result = await handler(event, context);
     writeProxyResult(res, result);
     const ms = (performance.now() - started).toFixed(1);
     log(`${req.method} ${url.pathname} ${result.statusCode} ${ms}ms ${group.name}`);

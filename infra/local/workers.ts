@@ -107,11 +107,7 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
   async function invoke(def: WorkerDef | undefined, name: string, event: unknown): Promise<unknown> {
     const handler = await handlerFor(name);
     const limit = timeoutMs(def);
-    const deadline = Date.now() + limit;
-    const context: Context = {
-      ...lambdaContext(`loupe-${name}`),
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    };
+    const context: Context = lambdaContext(`loupe-${name}`, limit);
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
