@@ -8,6 +8,7 @@ import { envelope } from '../../shared/http/envelope';
 import { groupFor } from '../../shared/http/groups';
 import { resetConfig } from '../../shared/platform/config';
 import { setStoreCall } from '../../shared/platform/db/client';
+import { withInvocationLogger } from '../../shared/platform/logger';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
@@ -78,7 +79,8 @@ export function requestHandler(log: (line: string) => void) {
   }
 
   return (req: IncomingMessage, res: ServerResponse) => {
-    serve(req, res).catch((e) => {
+    // Each request logs with its own context (never another request's or a worker's).
+    withInvocationLogger(undefined, () => serve(req, res)).catch((e) => {
       log(`local runtime error: ${(e as Error).message}`);
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
       res.end();

@@ -1,4 +1,5 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { withInvocationLogger } from '../../shared/platform/logger';
 import { LocalQueue, localQueueSignals, type ReceivedMessage } from '../../shared/platform/queue/local';
 import {
   LocalScheduler,
@@ -111,7 +112,8 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
-        handler(event, context),
+        // Its own logger with its own Lambda context: its lines never carry an HTTP request's.
+        withInvocationLogger(context, () => handler(event, context)),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`timed out after ${limit / 1000} s`)), limit);
           timer.unref();

@@ -1,5 +1,5 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import middy from '@middy/core';
+import middy, { type MiddlewareObj } from '@middy/core';
 import { AppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 import { envelope } from './envelope';
@@ -23,7 +23,7 @@ export function httpHandler(routes: Route[], opts: { streaming?: boolean } = {})
   // Middy's own early timeout reads only the function's remaining time (360 s for workflows), not API
   // Gateway's 29 s; `dispatch` keeps the request's real deadline instead.
   return middy({ timeoutEarlyInMillis: 0 })
-    .use(injectLambdaContext(logger(), { resetKeys: true }))
+    .use(lambdaContext())
     .use(requestContext())
     .use(errorEnvelope())
     .use(jsonBody())
@@ -35,6 +35,17 @@ export function httpHandler(routes: Route[], opts: { streaming?: boolean } = {})
     .handler(async (event) =>
       dispatch(requestOf(event as object), !!opts.streaming),
     ) as unknown as HttpHandler;
+}
+
+const RESET = { resetKeys: true };
+
+/** Powertools' Lambda context injection into the logger of the current invocation (not the one at load). */
+function lambdaContext(): MiddlewareObj {
+  return {
+    before: (request) => injectLambdaContext(logger(), RESET).before?.(request),
+    after: (request) => injectLambdaContext(logger(), RESET).after?.(request),
+    onError: (request) => injectLambdaContext(logger(), RESET).onError?.(request),
+  };
 }
 
 /** API Gateway's integration timeout for a buffered (non-streaming) answer. */

@@ -73,6 +73,7 @@ async function handOver(
       sequence: run.sequence,
     };
     await queue().send(RUNNER_WORKER, message, { dedupeId: run.id });
+    logger().info('manual run handed to the runner', { workflowId: run.workflowId, runId: run.id });
   } catch (e) {
     // Not handed over: the run is closed now (the caller gets the error, nothing runs later).
     await runStore
@@ -145,8 +146,8 @@ export async function handleManualRun(msg: ManualRunMessage): Promise<void> {
   }
   const job = claimed as unknown as Job;
   const run = await runStore.get(msg.orgId, msg.workflowId, msg.sequence);
-  if (run?.status === 'RUNNING')
-    await continueRun(run, {
+  if (run?.status === 'RUNNING') {
+    const ended = await continueRun(run, {
       ctx: job.ctx,
       definition: job.definition,
       trigger: run.trigger,
@@ -155,5 +156,7 @@ export async function handleManualRun(msg: ManualRunMessage): Promise<void> {
       scheduledFor: null,
       onlyActionOrder: typeof job.onlyActionOrder === 'number' ? job.onlyActionOrder : undefined,
     });
+    logger().info('manual run finished', { workflowId: run.workflowId, runId: run.id, status: ended.status });
+  }
   await runStore.deleteJob(msg.orgId, msg.workflowId, msg.sequence);
 }
