@@ -13,7 +13,7 @@ const CLIENTS = 8;
 const ROOT = join(import.meta.dirname, '..');
 
 /**
- * `--requests N` (default 100,000), `--warmup N` (default 2,000, at most a tenth of the requests: sent
+ * `--requests N` (default 100,000), `--warmup N` (default 5,000, at most a tenth of the requests: sent
  * before the start figure) and `--only-kind a,b` (bisecting: only these request kinds).
  */
 function options() {
@@ -24,7 +24,7 @@ function options() {
   };
   const requests = Number(get('--requests') ?? 100_000);
   if (!Number.isInteger(requests) || requests < 100) throw new Error('--requests must be an integer ≥ 100');
-  const warmup = Number(get('--warmup') ?? Math.min(2000, Math.ceil(requests / 10)));
+  const warmup = Number(get('--warmup') ?? Math.min(5000, Math.ceil(requests / 10)));
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error('--warmup must be an integer ≥ 0');
   return { requests, warmup, kinds: get('--only-kind')?.split(',').filter(Boolean) };
 }
