@@ -1,16 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { generateKey } from '../shared/auth/key-material';
 import { type DbServer, startPostgres } from '../test/support/databases';
+import { type ServerProcess, spawnServer } from '../test/support/server-process';
 import type { BenchModule } from './context';
 
 /** Issue 22: resident memory of the local server under a long run of varied requests. */
 export const MEMORY_TARGETS = { growthMb: 100, lateGrowthMb: 25 };
 const CLIENTS = 8;
-const ROOT = join(import.meta.dirname, '..');
 
 /**
  * `--requests N` (default 100,000), `--warmup N` (default 5,000, at most a tenth of the requests: sent
@@ -36,46 +35,6 @@ export function residentKb(pid: number): { rss: number; anon: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
   return { rss: field('VmRSS'), anon: field('RssAnon') };
-}
-
-/** One server process: its pid and base URL (`node --import tsx <entry>` so the pid is the server's own). */
-async function spawnServer(
-  entry: string,
-  env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
-  child.stderr?.on('data', (c: Buffer) => {
-    err = (err + c.toString('utf8')).slice(-4000);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const onData = (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = /serving (http:\/\/\S+)/.exec(out);
-      if (m) {
-        child.stdout?.off('data', onData);
-        child.stdout?.resume();
-        resolve(m[1]);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code}: ${err}`)));
-  });
-  return {
-    child,
-    url,
-    stop: () =>
-      new Promise<void>((ok) => {
-        if (child.exitCode !== null) return ok();
-        child.once('exit', () => ok());
-        child.kill('SIGTERM');
-      }),
-  };
 }
 
 interface Kind {
@@ -242,8 +201,8 @@ export const memory: BenchModule = {
     const overTarget: string[] = [];
     const rows: string[][] = [];
     const dataDir = mkdtempSync(join(tmpdir(), 'loupe-bench-memory-'));
-    let server: Awaited<ReturnType<typeof spawnServer>> | undefined;
-    let bare: Awaited<ReturnType<typeof spawnServer>> | undefined;
+    let server: ServerProcess | undefined;
+    let bare: ServerProcess | undefined;
     try {
       const setup = new pg.Client({
         host: database.host,

@@ -86,6 +86,8 @@ const Env = z.object({
    * (20 s; always at least 2 s under the request's remaining time). Shorter in tests.
    */
   LOUPE_MANUAL_RUN_WAIT_MS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(25_000)), 20_000),
+  /** Local server: how long a stop (SIGTERM) lets the requests under way finish before cutting them. */
+  LOUPE_DRAIN_MS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(120_000)), 25_000),
   /** Multiplies the event-webhook retry delays (tests use a small fraction). */
   LOUPE_WEBHOOK_RETRY_SCALE: z._default(z.coerce.number().check(z.positive(), z.lte(10)), 1),
   /** Timeout of one event-webhook delivery attempt, connect to last byte. */
