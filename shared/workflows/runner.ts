@@ -265,6 +265,7 @@ export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflo
     status = criticalFailed ? 'FAILED' : optionalFailed ? 'PARTIAL_SUCCESS' : 'SUCCESS';
   };
 
+  let interrupted = false;
   try {
     await work();
   } catch (e) {
@@ -279,11 +280,12 @@ export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflo
       });
       status = 'FAILED';
       error = 'The run failed unexpectedly.';
+      interrupted = true;
     }
   }
   const completed = Date.now();
   // A delivery cut by the deadline (or by an unexpected failure) leaves no attempt RUNNING.
-  if (status === 'TIMED_OUT' || error === 'The run failed unexpectedly.')
+  if (status === 'TIMED_OUT' || interrupted)
     await runStore.closeAttempts(w.orgId, w.id, sequence, CUT_ATTEMPT);
   const finished = await runStore.finish(run, {
     status,

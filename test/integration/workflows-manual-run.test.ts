@@ -178,6 +178,26 @@ describe('manual runs answer in time whatever their actions do', () => {
     expect(await runStore.total(s.app.orgId, w.id)).toBe(sequence);
   });
 
+  it('a run that reaches its deadline during a delivery ends TIMED_OUT with every attempt final', async () => {
+    const before = process.env.LOUPE_WORKFLOW_RUN_DEADLINE_MS;
+    process.env.LOUPE_WORKFLOW_RUN_DEADLINE_MS = '2000';
+    resetConfig();
+    try {
+      const w = await workflow([
+        { type: 'WEBHOOK', order: 0, config: hook('/past-deadline?delay=8000', { timeoutMs: 30_000 }) },
+      ]);
+      const r = await s.call('POST', `/workflows/${w.id}/run`);
+      expect(r.status, r.text).toBe(201);
+      const done = await finished(w.id, r.body.data.id);
+      expect(done.status).toBe('TIMED_OUT');
+      expectAttemptsFinal(done);
+    } finally {
+      if (before === undefined) delete process.env.LOUPE_WORKFLOW_RUN_DEADLINE_MS;
+      else process.env.LOUPE_WORKFLOW_RUN_DEADLINE_MS = before;
+      resetConfig();
+    }
+  });
+
   it('the sweep closes a run its runner left RUNNING with every attempt in a final state', async () => {
     const w = await workflow([{ type: 'WEBHOOK', order: 0, config: hook('/never') }]);
     // What a runner that died mid-delivery leaves: the run RUNNING past its deadline, an attempt RUNNING.
