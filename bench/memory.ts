@@ -186,6 +186,8 @@ function figures(
     after: mb(after.rss),
     afterAnon: mb(after.anon),
     growth: mb(after.rss - start.rss),
+    /** Resident memory at the end of each quarter. */
+    quarters: [0.25, 0.5, 0.75, 1].map((q) => mb(at(samples, q, total).rss)),
     /** From the end of the first quarter to the end of the run: the warm-up is over by then. */
     late: mb(q4.rss - q2.rss),
   };
@@ -296,7 +298,7 @@ export const memory: BenchModule = {
       row(
         'local server',
         f,
-        `anon ${f.afterAnon.toFixed(0)} MB; ${statuses}`,
+        `quarters ${f.quarters.map((q) => q.toFixed(0)).join('/')} MB; anon ${f.afterAnon.toFixed(0)} MB; ${statuses}`,
         over.length ? 'OVER TARGET' : 'ok',
       );
 
