@@ -1,7 +1,6 @@
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy, { type MiddlewareObj } from '@middy/core';
 import { AppError } from '../platform/errors';
-import { logger } from '../platform/logger';
+import { addLogContext, resetLogKeys } from '../platform/logger';
 import { envelope } from './envelope';
 import { auth } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -37,14 +36,15 @@ export function httpHandler(routes: Route[], opts: { streaming?: boolean } = {})
     ) as unknown as HttpHandler;
 }
 
-const RESET = { resetKeys: true };
-
-/** Powertools' Lambda context injection into the logger of the current invocation (not the one at load). */
+/**
+ * The Lambda context on the current invocation's log lines (Powertools' injectLambdaContext would bind
+ * the logger at load time); the keys end with the invocation.
+ */
 function lambdaContext(): MiddlewareObj {
   return {
-    before: (request) => injectLambdaContext(logger(), RESET).before?.(request),
-    after: (request) => injectLambdaContext(logger(), RESET).after?.(request),
-    onError: (request) => injectLambdaContext(logger(), RESET).onError?.(request),
+    before: (request) => addLogContext(request.context),
+    after: () => resetLogKeys(),
+    onError: () => resetLogKeys(),
   };
 }
 

@@ -4,6 +4,7 @@ import { createConnection, postgresConnection } from '../support/connections';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
 import { captureOutput } from '../support/output';
 import { startTestServer, type TestServer } from '../support/server';
+import { waitFor } from '../support/wait';
 
 const suffix = randomBytes(4).toString('hex');
 
@@ -93,6 +94,12 @@ describe('log context is isolated per invocation', () => {
       Array.from({ length: 6 }, (_, i) => s.call('GET', `/workflows/${i % 2 ? a : b}`)),
     );
     const answers = await runs;
+    // The runner logs a run's end just after recording it: the answer may come first.
+    await waitFor('the runner to log both ends', async () =>
+      answers.every((a) =>
+        jsonLines().some((l) => l.message === 'manual run finished' && l.runId === a.body.data?.id),
+      ),
+    );
     output.stop();
     for (const o of others) expect(o.status).toBe(200);
     const lines = jsonLines();
