@@ -51,7 +51,10 @@ export function withInvocationLogger<T>(context: Context | undefined, run: () =>
 /** Puts the Lambda context (function name, request id, cold start) on this invocation's lines. */
 export function addLogContext(context: Context): void {
   const inv = invocations.getStore();
-  if (!inv) return processLogger().addContext(context);
+  if (!inv) {
+    processLogger().addContext(context);
+    return;
+  }
   inv.context = context;
   inv.logger?.addContext(context);
 }
@@ -59,7 +62,10 @@ export function addLogContext(context: Context): void {
 /** Adds keys to this invocation's lines (`resetLogKeys` removes them in a Lambda instance). */
 export function appendLogKeys(keys: Record<string, unknown>): void {
   const inv = invocations.getStore();
-  if (!inv) return processLogger().appendKeys(keys);
+  if (!inv) {
+    processLogger().appendKeys(keys);
+    return;
+  }
   Object.assign(inv.keys, keys);
   inv.logger?.appendKeys(keys);
 }
