@@ -6,10 +6,11 @@ import { guard } from './guard';
 import { linking } from './linking';
 import { load } from './load';
 import { mcp } from './mcp';
+import { memory } from './memory';
 import { query } from './query';
 
 /**
- * `npm run bench [-- --runs N] [-- --only name,name] [-- --strict] [-- --subset]` (`--subset`: the
+ * `npm run bench [-- --runs N] [-- --requests N] [-- --only name,name] [-- --strict] [-- --subset]` (`--subset`: the
  * linking benchmark on a smaller schema and every fourth question, for CI time)
  *
  * Benchmark modules, run in this order with one shared BenchContext (local store, an organization
@@ -22,6 +23,7 @@ export const benchModules: BenchModule[] = [
   query,
   mcp,
   load,
+  memory,
   guard,
   linking,
   consoleBench,

@@ -20,5 +20,7 @@ export const handler = httpHandler([
   })),
   on(api.deleteWebhook, async ({ ctx, params }) => ({ data: await deleteWebhook(ctx, params.id) })),
   on(api.listWebhookDeliveries, async ({ ctx, params, query }) => listDeliveries(ctx, params.id, query)),
-  on(api.testWebhook, async ({ ctx, params }) => ({ data: await testWebhook(ctx, params.id) })),
+  on(api.testWebhook, async ({ ctx, params, remainingMs }) => ({
+    data: await testWebhook(ctx, params.id, remainingMs),
+  })),
 ]);

@@ -103,7 +103,12 @@ export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyRes
   res.end(body);
 }
 
-export function lambdaContext(functionName: string): Context {
+/**
+ * The Lambda context of one invocation. `timeoutMs` is the time the invocation has from `startedAt`
+ * (epoch ms): `getRemainingTimeInMillis` counts down to that real deadline, as Lambda's does.
+ */
+export function lambdaContext(functionName: string, timeoutMs: number, startedAt = Date.now()): Context {
+  const deadline = startedAt + timeoutMs;
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName,
@@ -113,7 +118,7 @@ export function lambdaContext(functionName: string): Context {
     awsRequestId: randomUUID(),
     logGroupName: `/aws/lambda/${functionName}`,
     logStreamName: 'local',
-    getRemainingTimeInMillis: () => 29_000,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
     done: () => {},
     fail: () => {},
     succeed: () => {},

@@ -6,8 +6,9 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { closeAllDrivers } from '../../shared/databases/drivers/index';
 import { envelope } from '../../shared/http/envelope';
 import { groupFor } from '../../shared/http/groups';
-import { resetConfig } from '../../shared/platform/config';
+import { config, resetConfig } from '../../shared/platform/config';
 import { setStoreCall } from '../../shared/platform/db/client';
+import { withInvocationLogger } from '../../shared/platform/logger';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import { serveConsole } from './console';
@@ -25,6 +26,8 @@ import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './str
 type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 export const STAGE = 'v1';
+/** API Gateway's integration timeout for a buffered (non-streaming) answer. */
+const GATEWAY_SECONDS = 29;
 
 export function requestHandler(log: (line: string) => void) {
   // The Lambda runtime's response-streaming globals, before any handler module is loaded.
@@ -66,25 +69,58 @@ export function requestHandler(log: (line: string) => void) {
     const group = groupFor(path);
     const event = await toProxyEvent(req, path, STAGE, url);
     const handler = await handlerFor(group.name);
+    // The invocation's real deadline from the request's arrival: the function's timeout and, for a
+    // buffered answer, API Gateway's 29 s integration limit (what a deployed handler lives under).
+    const timeoutMs =
+      1000 * Math.min(group.timeoutSeconds ?? GATEWAY_SECONDS, group.streaming ? Infinity : GATEWAY_SECONDS);
+    const context = lambdaContext(`loupe-${group.name}`, timeoutMs, event.requestContext.requestTimeEpoch);
     if (isStreamingHandler(handler)) {
-      const status = await invokeStreaming(handler, event, lambdaContext(`loupe-${group.name}`), res);
+      const status = await invokeStreaming(handler, event, context, res);
       const took = (performance.now() - started).toFixed(1);
       log(`${req.method} ${url.pathname} ${status} ${took}ms ${group.name} (streamed)`);
       return;
     }
-    const result = await handler(event, lambdaContext(`loupe-${group.name}`));
+    const result = await handler(event, context);
     writeProxyResult(res, result);
     const ms = (performance.now() - started).toFixed(1);
     log(`${req.method} ${url.pathname} ${result.statusCode} ${ms}ms ${group.name}`);
   }
 
-  return (req: IncomingMessage, res: ServerResponse) => {
-    serve(req, res).catch((e) => {
+  // Answers under way, for a graceful stop: they finish, then their connections close.
+  const inFlight = new Set<ServerResponse>();
+  let draining = false;
+  let drained: (() => void) | undefined;
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    inFlight.add(res);
+    if (draining) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      inFlight.delete(res);
+      if (inFlight.size === 0) drained?.();
+    });
+    // Each request logs with its own context (never another request's or a worker's).
+    withInvocationLogger(undefined, () => serve(req, res)).catch((e) => {
       log(`local runtime error: ${(e as Error).message}`);
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
       res.end();
     });
   };
+  /**
+   * Lets the answers under way finish (each then closes its connection), for at most `ms`; resolves with
+   * how many were still unfinished at the bound.
+   */
+  handle.drain = async (ms: number): Promise<number> => {
+    draining = true;
+    for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+    if (inFlight.size === 0) return 0;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((ok) => {
+      drained = ok;
+      timer = setTimeout(ok, ms);
+    });
+    clearTimeout(timer);
+    return inFlight.size;
+  };
+  return handle;
 }
 
 /** An HTTP server of one instance, listening on `port` (with SO_REUSEPORT when several instances share it). */
@@ -93,7 +129,8 @@ export async function instanceServer(
   log: (line: string) => void,
   reusePort = false,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
-  const server = createServer(requestHandler(log));
+  const handle = requestHandler(log);
+  const server = createServer(handle);
   server.keepAliveTimeout = 5000;
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
@@ -102,11 +139,16 @@ export async function instanceServer(
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((ok) => {
-        server.close(() => ok());
-        server.closeAllConnections();
-      }),
+    // Graceful: stops accepting at once (idle keep-alive connections close), lets the requests under way
+    // finish for up to LOUPE_DRAIN_MS (25 s), then closes what is left.
+    async close() {
+      const closed = new Promise<void>((ok) => server.close(() => ok()));
+      const drainMs = config().LOUPE_DRAIN_MS;
+      const cut = await handle.drain(drainMs);
+      if (cut) log(`stopping: ${cut} request(s) still unfinished after ${drainMs / 1000} s were cut`);
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }
 

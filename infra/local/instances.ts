@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { config } from '../../shared/platform/config';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import type { InstanceData, InstanceMessage } from './instance';
@@ -24,7 +25,8 @@ export interface Instances {
   stop(): Promise<number>;
 }
 
-const STOP_WAIT_MS = 10_000;
+// An instance first lets its requests under way finish (LOUPE_DRAIN_MS), then closes its drivers and store.
+const stopWaitMs = () => config().LOUPE_DRAIN_MS + 10_000;
 const STOPPED_GRACE_MS = 1_000;
 
 /**
@@ -128,7 +130,7 @@ export async function startInstances(opts: {
           const first = await Promise.race([
             exited.then(() => 'exited' as const),
             finished.then(() => 'stopped' as const),
-            wait(STOP_WAIT_MS),
+            wait(stopWaitMs()),
           ]);
           clearTimeout(timer);
           let outcome: string = first;
@@ -140,7 +142,7 @@ export async function startInstances(opts: {
           terminated++;
           stopped.add(t);
           if (first === 'timeout')
-            opts.log(`instance ${index} did not stop within ${STOP_WAIT_MS / 1000} s: terminated`);
+            opts.log(`instance ${index} did not stop within ${stopWaitMs() / 1000} s: terminated`);
           else
             opts.log(
               `instance ${index} stopped with work still pending (an interrupted request): terminated`,

@@ -24,6 +24,7 @@ import type { StoreAnswer, StoreCall, StoreFailure } from '../../shared/platform
 export type { StoreAnswer, StoreCall, StoreFailure };
 
 const require = createRequire(import.meta.url);
+require('./dynalite-iterators.cjs'); // closes the iterators dynalite leaves open (see the file)
 const dynaliteDb = require('dynalite/db') as { create(options: Record<string, unknown>): DynaliteStore };
 const validations = require('dynalite/validations') as {
   checkTypes(data: unknown, types: unknown): Record<string, unknown>;

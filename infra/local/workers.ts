@@ -1,4 +1,5 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { withInvocationLogger } from '../../shared/platform/logger';
 import { LocalQueue, localQueueSignals, type ReceivedMessage } from '../../shared/platform/queue/local';
 import {
   LocalScheduler,
@@ -23,6 +24,8 @@ export interface WorkersOptions {
   pollIntervalMs?: number;
   now?: () => number;
   log?: (line: string) => void;
+  /** How long `stop` waits for running invocations before giving their messages back (default 10 s). */
+  stopWaitMs?: number;
 }
 
 export interface WorkersRuntime extends LocalService {
@@ -107,15 +110,12 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
   async function invoke(def: WorkerDef | undefined, name: string, event: unknown): Promise<unknown> {
     const handler = await handlerFor(name);
     const limit = timeoutMs(def);
-    const deadline = Date.now() + limit;
-    const context: Context = {
-      ...lambdaContext(`loupe-${name}`),
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    };
+    const context: Context = lambdaContext(`loupe-${name}`, limit);
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
-        handler(event, context),
+        // Its own logger with its own Lambda context: its lines never carry an HTTP request's.
+        withInvocationLogger(context, () => handler(event, context)),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`timed out after ${limit / 1000} s`)), limit);
           timer.unref();
@@ -127,6 +127,15 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
   }
 
   /** One receive-and-invoke cycle of a queue worker; returns how many messages it handled. */
+  /** Messages whose handler is still running, by id: a stop that cannot wait for them gives them back. */
+  const held = new Map<string, { queue: string; message: ReceivedMessage }>();
+  const hold = (name: string, messages: ReceivedMessage[]) => {
+    for (const m of messages) held.set(m.id, { queue: name, message: m });
+    return () => {
+      for (const m of messages) held.delete(m.id);
+    };
+  };
+
   async function pollQueue(def: WorkerDef & { queue: NonNullable<WorkerDef['queue']> }): Promise<number> {
     const settings = {
       visibilityTimeoutSeconds: def.queue.visibilityTimeoutSeconds,
@@ -134,6 +143,20 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     };
     const messages = await queue.receive(def.name, { max: Math.min(def.queue.batchSize, 100), ...settings });
     if (!messages.length) return 0;
+    const unhold = hold(def.name, messages);
+    try {
+      await handleBatch(def, messages, settings);
+    } finally {
+      unhold();
+    }
+    return messages.length;
+  }
+
+  async function handleBatch(
+    def: WorkerDef,
+    messages: ReceivedMessage[],
+    settings: { visibilityTimeoutSeconds: number; maxReceiveCount: number },
+  ): Promise<void> {
     const event: SQSEvent = { Records: messages.map((m) => sqsRecord(def.name, m)) };
     let failed: Set<string>;
     let error: string | undefined;
@@ -154,7 +177,6 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
       if (outcome === 'dead')
         log(`worker ${def.name}: message ${m.id} dead-lettered after ${m.receiveCount} receives`);
     }
-    return messages.length;
   }
 
   const scheduledVisibility = Math.max(60, ...manifest.map((w) => timeoutMs(w) / 1000));
@@ -165,6 +187,7 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
       maxReceiveCount: SCHEDULED_MAX_ATTEMPTS,
     };
     const messages = await queue.receive(SCHEDULED_QUEUE, { max: 10, ...settings });
+    const unhold = hold(SCHEDULED_QUEUE, messages);
     await Promise.all(
       messages.map(async (m) => {
         let inv: ScheduledInvocation | undefined;
@@ -183,7 +206,7 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
           );
         }
       }),
-    );
+    ).finally(unhold);
     return messages.length;
   }
 
@@ -280,11 +303,24 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
       await Promise.race([
         Promise.all(allLanes.map((l) => l.close())),
         new Promise<void>((ok) => {
-          giveUp = setTimeout(ok, MAX_STOP_WAIT_MS);
+          giveUp = setTimeout(ok, opts.stopWaitMs ?? MAX_STOP_WAIT_MS);
           giveUp.unref();
         }),
       ]);
       clearTimeout(giveUp);
+      // Handlers still running hold their messages until the visibility timeout (minutes): give them back
+      // so the next start delivers them at once (each worker is idempotent; a manual run's job is claimed
+      // once, and a run cut here is closed by the sweep).
+      if (held.size) {
+        const cut = [...held.values()];
+        held.clear();
+        let released = 0;
+        for (const { queue: name, message } of cut)
+          if (await queue.release(name, message).catch(() => false)) released++;
+        log(
+          `local workers: stopped with ${cut.length} message(s) still being handled; ${released} given back`,
+        );
+      }
     },
   };
 }

@@ -10,6 +10,7 @@
 import { readOnlyViolation } from './errors';
 import { pgDenied } from './functions';
 import type { ReadStatement } from './verdict';
+import { baselineWasmOnly } from './wasm-tiering';
 
 export interface PgFunctionCall {
   /** Lower-case unless quoted (as the server folds it); schema only when written. */
@@ -23,6 +24,7 @@ let parser: PgParser | undefined;
 /** Loads libpg-query (and its WebAssembly module) on first use: a lazy chunk like the other parsers. */
 export async function loadPgParser(): Promise<void> {
   if (parser) return;
+  baselineWasmOnly();
   const mod = (await import('libpg-query')) as unknown as PgParser & { loadModule(): Promise<void> };
   await mod.loadModule();
   parser = mod;

@@ -1,3 +1,5 @@
+import { baselineWasmOnly } from './wasm-tiering';
+
 /** datafusion-sqlparser-rs compiled to WebAssembly (@guanmingchiu/sqlparser-ts), loaded on first use. */
 export type SqlparserDialect = 'mysql' | 'mssql' | 'sqlite';
 type Parse = (sql: string, dialect: string) => unknown[];
@@ -6,6 +8,7 @@ let parseFn: Parse | undefined;
 /** Loads the WebAssembly parser on first use (a lazy chunk). */
 export async function loadSqlparser(): Promise<void> {
   if (parseFn) return;
+  baselineWasmOnly();
   const mod = (await import('@guanmingchiu/sqlparser-ts')) as unknown as {
     init(): Promise<void>;
     parse: Parse;

@@ -59,7 +59,7 @@ export const httpGroups: HttpGroup[] = [
     prefixes: ['/workflows'],
     timeoutSeconds: 360,
     needs: ['decrypt', 'schedules', 'sqlite', 'databases', 'internet', 'mail'],
-    enqueues: ['webhook-fanout'],
+    enqueues: ['webhook-fanout', 'workflow-runner'],
   },
   {
     // The MCP endpoint: its tools call the query, chat, saved-query, metric, dashboard and approval use

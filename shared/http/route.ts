@@ -16,6 +16,8 @@ export interface Req<S extends EndpointSpec = EndpointSpec> {
   baseUrl: string;
   headers: Record<string, string | undefined>;
   event: APIGatewayProxyEvent;
+  /** Milliseconds left before the request's real deadline (the function's and API Gateway's). */
+  remainingMs: () => number;
 }
 
 /** What a route handler returns; the stack wraps `data` in the envelope. */

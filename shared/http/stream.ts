@@ -82,6 +82,7 @@ export function streamingHttpHandler(routes: Route[]) {
         };
       },
     })),
+    { streaming: true },
   );
 
   const lambda = lambdaGlobal();

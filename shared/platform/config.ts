@@ -95,6 +95,13 @@ const Env = z.object({
   ),
   /** POST /connections/{id}/test and health checks: connect and one round trip. */
   LOUPE_DB_TEST_TIMEOUT_MS: z._default(z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)), 15_000),
+  /**
+   * How long POST /workflows/{id}/run (and an action test) waits for its run before answering it RUNNING
+   * (20 s; always at least 2 s under the request's remaining time). Shorter in tests.
+   */
+  LOUPE_MANUAL_RUN_WAIT_MS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(25_000)), 20_000),
+  /** Local server: how long a stop (SIGTERM) lets the requests under way finish before cutting them. */
+  LOUPE_DRAIN_MS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(120_000)), 25_000),
   /** Multiplies the event-webhook retry delays (tests use a small fraction). */
   LOUPE_WEBHOOK_RETRY_SCALE: z._default(z.coerce.number().check(z.positive(), z.lte(10)), 1),
   /** Timeout of one event-webhook delivery attempt, connect to last byte. */

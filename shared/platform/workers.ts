@@ -59,8 +59,10 @@ export const workers: WorkerDef[] = [
     enqueues: ['webhook-fanout'],
   },
   {
-    // The EventBridge Scheduler target of workflow schedules.
+    // The EventBridge Scheduler target of workflow schedules, and the runner of manual runs and action
+    // tests handed over through its queue (shared/workflows/manual-runs.ts; one run per message).
     name: 'workflow-runner',
+    queue: { visibilityTimeoutSeconds: 390, maxReceiveCount: 3, batchSize: 1, maxConcurrency: 10 },
     timeoutSeconds: 360,
     needs: ['decrypt', 'sqlite', 'databases', 'internet', 'mail'],
     enqueues: ['webhook-fanout'],

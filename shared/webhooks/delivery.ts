@@ -85,10 +85,11 @@ export async function attemptDelivery(
   endpoint: EndpointRecord,
   seq: number,
   n: number,
-  opts: { maxAttempts?: number } = {},
+  opts: { maxAttempts?: number; timeoutMs?: number } = {},
 ): Promise<AttemptResult | undefined> {
   const cfg = config();
-  const timeoutMs = cfg.LOUPE_WEBHOOK_TIMEOUT_MS;
+  // A caller waiting on the attempt (the endpoint test) may give it less time than the setting.
+  const timeoutMs = Math.min(cfg.LOUPE_WEBHOOK_TIMEOUT_MS, opts.timeoutMs ?? Number.POSITIVE_INFINITY);
   const start = Date.now();
   const claimed = await webhookStore.claimAttempt(
     endpoint.orgId,

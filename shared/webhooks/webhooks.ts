@@ -211,11 +211,14 @@ export async function listDeliveries(ctx: AuthContext, id: string, q: PageQuery)
   return { data: items.map(deliveryView), pagination: pagination(total, q.page, q.pageSize) };
 }
 
+/** Time kept for recording the test's outcome and answering once its attempt has ended. */
+const TEST_ANSWER_MARGIN_MS = 3000;
+
 /**
  * POST /webhooks/{id}/test: a signed `webhook.test` event to this endpoint only (active or not), sent
  * now in one attempt; the delivery is logged like any other.
  */
-export async function testWebhook(ctx: AuthContext, id: string) {
+export async function testWebhook(ctx: AuthContext, id: string, remainingMs: () => number = () => Infinity) {
   const r = await found(ctx, id);
   const event: OutboxEvent = {
     id: newId(),
@@ -226,7 +229,10 @@ export async function testWebhook(ctx: AuthContext, id: string) {
   };
   const delivery = await ensureDelivery(r, event, { queue: false });
   if (!delivery) throw notFound('Webhook endpoint');
-  const result = await attemptDelivery(r, delivery.seq, 1, { maxAttempts: 1 }).catch(async (e) => {
+  // The attempt ends in time for the answer: its timeout is at most the request's remaining time less
+  // TEST_ANSWER_MARGIN_MS (and never under 1 s).
+  const timeoutMs = Math.max(1000, remainingMs() - TEST_ANSWER_MARGIN_MS);
+  const result = await attemptDelivery(r, delivery.seq, 1, { maxAttempts: 1, timeoutMs }).catch(async (e) => {
     // Failed inside Loupe: the test is not tried again later (the caller gets the error now).
     await webhookStore
       .abandon(r.orgId, r.id, delivery.seq, 'The test could not be sent: it failed inside Loupe; try again.')

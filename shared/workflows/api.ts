@@ -225,7 +225,8 @@ export const runWorkflow = endpoint({
   path: '/workflows/{id}/run',
   tag,
   scope,
-  summary: 'Run the current draft now, including its actions (real deliveries)',
+  summary:
+    'Run the current draft now, including its actions (real deliveries); the run as it stands after at most 20 s: finished, or RUNNING while it goes on',
   params: IdParams,
   status: 201,
   response: WorkflowRun,
@@ -245,7 +246,8 @@ export const testWorkflowAction = endpoint({
   path: '/workflows/{id}/actions/{order}/test',
   tag,
   scope,
-  summary: "Run the draft's steps and send the action at that order for real (confirmDelivery: true)",
+  summary:
+    "Run the draft's steps and send the action at that order for real (confirmDelivery: true); RUNNING when still under way after 20 s",
   params: ActionParams,
   body: ActionTestBody,
   bodyOptional: true,

@@ -1,6 +1,5 @@
 import { type AuthContext, isAdmin } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
-import { assertCredentialsUsable } from '../credentials/access';
 import { pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { config } from '../platform/config';
@@ -9,13 +8,7 @@ import { AppError, isAppError, notFound } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
-import {
-  type ActionAttempt,
-  credentialIdsOf,
-  type DeliverOutcome,
-  deliverAction,
-  type StepOutput,
-} from './actions';
+import { type ActionAttempt, type DeliverOutcome, deliverAction, type StepOutput } from './actions';
 import { scheduledMinute } from './schedule';
 import {
   type Definition,
@@ -39,6 +32,9 @@ export const PREVIEW_MAX_ROWS = 100;
 /** The sweep closes RUNNING runs this long after their deadline (the runner itself closes them at it). */
 export const SWEEP_GRACE_MS = 60_000;
 const MAX_ERROR_CHARS = 1000;
+/** The error of an attempt still RUNNING when its run ended (its answer, if any, was never recorded). */
+export const CUT_ATTEMPT =
+  'The attempt was cut off when its run ended (deadline or interruption); its outcome is unknown.';
 
 /** The run deadline: 5 minutes, or LOUPE_WORKFLOW_RUN_DEADLINE_MS. */
 export const runDeadlineMs = () => config().LOUPE_WORKFLOW_RUN_DEADLINE_MS;
@@ -95,7 +91,7 @@ function boundedActionResults(results: Record<string, unknown>[]): string {
 export interface RunRequest {
   /** Whose rights run the steps (the caller; the publisher's organization role for scheduled runs). */
   ctx: AuthContext;
-  workflow: WorkflowRecord;
+  workflow: Pick<WorkflowRecord, 'orgId' | 'id'>;
   definition: Definition;
   trigger: RunTrigger;
   definitionVersion: number | null;
@@ -131,7 +127,12 @@ async function beforeDeadline<T>(work: Promise<T>, deadlineAt: number): Promise<
  * closed the run.
  */
 export async function executeRun(req: RunRequest) {
-  const { ctx, workflow: w, definition: d } = req;
+  return continueRun(await startRun(req), req);
+}
+
+/** The run's record, RUNNING from now until its deadline (the sweep closes it if nobody finishes it). */
+export async function startRun(req: Omit<RunRequest, 'ctx'>): Promise<RunRecord> {
+  const { workflow: w, definition: d } = req;
   const sequence = await runStore.nextSequence(w.orgId, w.id);
   const started = Date.now();
   const run: RunRecord = {
@@ -154,6 +155,15 @@ export async function executeRun(req: RunRequest) {
     deadlineAt: started + runDeadlineMs(),
   };
   await runStore.start(run);
+  return run;
+}
+
+/** Executes a started run to its end (steps, then actions) and returns it with its attempts. */
+export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflow'>) {
+  const { ctx, definition: d } = req;
+  const w = { orgId: run.orgId, id: run.workflowId };
+  const { sequence } = run;
+  const started = Date.parse(run.startedAt);
 
   const results: StepResult[] = d.steps.map((s) => ({
     stepId: s.id,
@@ -256,6 +266,7 @@ export async function executeRun(req: RunRequest) {
     status = criticalFailed ? 'FAILED' : optionalFailed ? 'PARTIAL_SUCCESS' : 'SUCCESS';
   };
 
+  let interrupted = false;
   try {
     await work();
   } catch (e) {
@@ -270,9 +281,13 @@ export async function executeRun(req: RunRequest) {
       });
       status = 'FAILED';
       error = 'The run failed unexpectedly.';
+      interrupted = true;
     }
   }
   const completed = Date.now();
+  // A delivery cut by the deadline (or by an unexpected failure) leaves no attempt RUNNING.
+  if (status === 'TIMED_OUT' || interrupted)
+    await runStore.closeAttempts(w.orgId, w.id, sequence, CUT_ATTEMPT);
   const finished = await runStore.finish(run, {
     status,
     stepResults: boundedStepResults(results, outputs),
@@ -309,7 +324,7 @@ async function recordRunEvents(r: RunRecord) {
   }
 }
 
-type RunView = ReturnType<typeof toRunView>;
+export type RunView = ReturnType<typeof toRunView>;
 
 function toRunView(run: Record<string, unknown>, attempts: Record<string, unknown>[]) {
   return {
@@ -364,7 +379,7 @@ function groupRuns(items: Item[]): RunView[] {
   return runs;
 }
 
-async function runView(orgId: string, workflowId: string, sequence: number): Promise<RunView> {
+export async function runView(orgId: string, workflowId: string, sequence: number): Promise<RunView> {
   const [run] = groupRuns(await runStore.page(orgId, workflowId, sequence, sequence));
   if (!run) throw notFound('Workflow run');
   return run;
@@ -409,60 +424,6 @@ function forReader(ctx: AuthContext, r: RunView): RunView {
       error: a.error === null ? null : 'Withheld',
     })),
   };
-}
-
-/** POST /workflows/{id}/run: the current draft, now, with its actions; answers the finished run. */
-export async function runDraftNow(ctx: AuthContext, id: string) {
-  const w = await findWorkflow(ctx, id);
-  return executeRun({
-    ctx,
-    workflow: w,
-    definition: w.draft,
-    trigger: 'MANUAL',
-    definitionVersion: null,
-    draftRevision: w.draftRevision,
-    scheduledFor: null,
-  });
-}
-
-/**
- * POST /workflows/{id}/actions/{order}/test: 428 CONFIRMATION_REQUIRED unless confirmDelivery is true;
- * runs the draft's steps (stopIfEmpty does not stop a test: its point is to send) and sends that one
- * action for real. 422 ACTION_TEST_FAILED with the run in details.run when a step or the delivery failed.
- */
-export async function testAction(
-  ctx: AuthContext,
-  id: string,
-  order: number,
-  confirmDelivery: boolean | undefined,
-) {
-  const w = await findWorkflow(ctx, id);
-  const action = w.draft.actions.find((a) => a.order === order);
-  if (!action) throw notFound('Workflow action');
-  // The caller must be allowed to send the action's credential (403 before any step runs).
-  await assertCredentialsUsable(ctx, credentialIdsOf(action.type, action.config));
-  if (confirmDelivery !== true)
-    throw new AppError(
-      428,
-      'CONFIRMATION_REQUIRED',
-      'An action test sends a real delivery: resend with {"confirmDelivery": true} to confirm.',
-      { actionOrder: order, type: action.type },
-    );
-  const run = await executeRun({
-    ctx,
-    workflow: w,
-    definition: w.draft,
-    trigger: 'ACTION_TEST',
-    definitionVersion: null,
-    draftRevision: w.draftRevision,
-    scheduledFor: null,
-    onlyActionOrder: order,
-  });
-  if (run.status !== 'SUCCESS')
-    throw new AppError(422, 'ACTION_TEST_FAILED', run.error ?? `The action test ended ${run.status}.`, {
-      run,
-    });
-  return run;
 }
 
 const SOURCE_UNAVAILABLE = new Set(['NOT_FOUND', 'CONNECTION_INACTIVE', 'CONNECTION_FAILED']);
@@ -590,6 +551,8 @@ export async function sweepStaleRuns(now = Date.now()): Promise<number> {
   let closed = 0;
   for (const item of await runStore.overdue(now - SWEEP_GRACE_MS)) {
     const r = stripRun(item) as unknown as RunRecord;
+    // Attempts first: a sweep interrupted between the two writes finds the run again next time.
+    await runStore.closeAttempts(r.orgId, r.workflowId, r.sequence, CUT_ATTEMPT);
     const finished = await runStore.finish(r, {
       status: 'TIMED_OUT',
       stepResults: r.stepResults ?? null,

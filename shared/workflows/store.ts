@@ -14,6 +14,8 @@ import type { ScheduleConfig } from './schedule';
  *  ORG#o#WF#<id> / RUN#<seq>             one run
  *  ORG#o#WF#<id> / RUN#<seq>#A#<order>#<attempt>   one delivery attempt of that run
  *  ORG#o#WF#<id> / SLOT#<scheduledFor>   claim of a scheduled due time (deduplication)
+ *  ORG#o#WF#<id> / JOB#<seq>             a manual run handed to the runner worker: whose rights and which
+ *                                        definition it runs; claimed once (`claimedAt`), deleted at its end
  * A page of run history (newest first) is one Query over `RUN#<lo>` … `RUN#<hi>#~`: runs and their
  * attempts together. Runs still RUNNING carry gsi1 keys (`WFRUNNING`, by deadline) for the sweep.
  */
@@ -131,6 +133,9 @@ export const runSk = (seq: number) => `RUN#${padSeq(seq)}`;
 const attemptSk = (seq: number, order: number, attempt: number) =>
   `${runSk(seq)}#A#${String(order).padStart(4, '0')}#${String(attempt).padStart(3, '0')}`;
 const slotSk = (scheduledFor: string) => `SLOT#${scheduledFor}`;
+const jobSk = (seq: number) => `JOB#${padSeq(seq)}`;
+/** A manual run's job is kept at most this long (TTL, cleanup only: a run ends within minutes). */
+const JOB_RETENTION_S = 2 * 86_400;
 const RUNNING_PK = 'WFRUNNING';
 const runningSk = (r: Pick<RunRecord, 'deadlineAt' | 'orgId' | 'workflowId' | 'sequence'>) =>
   `${String(r.deadlineAt).padStart(15, '0')}#${r.orgId}#${r.workflowId}#${padSeq(r.sequence)}`;
@@ -373,6 +378,57 @@ export const runStore = {
       between: [runSk(lo), `${runSk(hi)}#~`],
       newestFirst: true,
     });
+  },
+
+  /** Hands a started run to the runner worker: what it runs and with whose rights (see manual-runs.ts). */
+  async putJob(r: Pick<RunRecord, 'orgId' | 'workflowId' | 'sequence' | 'id'>, job: Record<string, unknown>) {
+    await db.put({
+      pk: wfPk(r.orgId, r.workflowId),
+      sk: jobSk(r.sequence),
+      type: 'workflow-job',
+      runId: r.id,
+      ...job,
+      ttl: Math.floor(Date.now() / 1000) + JOB_RETENTION_S,
+    });
+  },
+
+  /** Claims a run's job with one conditional write: the job on the first claim, undefined on every later one. */
+  async claimJob(orgId: string, workflowId: string, sequence: number): Promise<Item | undefined> {
+    return db.patch(
+      wfPk(orgId, workflowId),
+      jobSk(sequence),
+      { claimedAt: new Date().toISOString() },
+      { condition: 'attribute_exists(pk) AND attribute_not_exists(claimedAt)' },
+    );
+  },
+
+  async deleteJob(orgId: string, workflowId: string, sequence: number): Promise<void> {
+    await db.delete(wfPk(orgId, workflowId), jobSk(sequence));
+  },
+
+  /**
+   * Puts every attempt of the run still RUNNING in a final state (FAILED, completed now): a run that ends
+   * (at its deadline, or closed by the sweep) leaves no attempt looking as if it were still under way.
+   */
+  async closeAttempts(orgId: string, workflowId: string, sequence: number, error: string): Promise<number> {
+    const items = await db.query({ pk: wfPk(orgId, workflowId), prefix: `${runSk(sequence)}#A#` });
+    let closed = 0;
+    for (const a of items) {
+      if (a.status !== 'RUNNING') continue;
+      const done = await db.patch(
+        String(a.pk),
+        String(a.sk),
+        {
+          status: 'FAILED',
+          error,
+          completedAt: new Date().toISOString(),
+          durationMs: Math.max(0, Date.now() - Date.parse(String(a.startedAt))),
+        },
+        { condition: '#s = :running', names: { '#s': 'status' }, values: { ':running': 'RUNNING' } },
+      );
+      if (done) closed++;
+    }
+    return closed;
   },
 
   /** Runs still RUNNING whose deadline is at or before `before` (all organizations; the sweep's index). */

@@ -57,6 +57,9 @@ describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real 
         // handler instances, each instance and the main thread's workers keep their own, as Lambda
         // instances do, and the demo's introspection leaves an idle one in the main thread).
         LOUPE_LOCAL_INSTANCES: '0',
+        // A stop lets requests under way finish for up to 25 s (the runaway below would end at its 25 s
+        // statement timeout); here the stop cuts it after 2 s, and nothing of it may outlive the server.
+        LOUPE_DRAIN_MS: '2000',
       },
       async (s) => {
         const r = await s.call('GET', '/connections');

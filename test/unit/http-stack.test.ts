@@ -38,7 +38,16 @@ const handler = httpHandler([
     }),
     async ({ params, body }) => ({ status: 201, data: { id: params.id, n: body.n } }),
   ),
+  on(
+    endpoint({ method: 'GET', path: '/slow', tag: 't', summary: 's', auth: 'none' }),
+    async ({ remainingMs }) => {
+      seenRemaining.push(remainingMs());
+      await new Promise(() => {}); // never answers: only the request's deadline ends it
+      return { data: null };
+    },
+  ),
 ]);
+const seenRemaining: number[] = [];
 const ctx = {} as Context;
 
 describe('the HTTP middleware stack', () => {
@@ -50,6 +59,27 @@ describe('the HTTP middleware stack', () => {
     expect(res.body).not.toContain('hunter2');
     expect(res.body).not.toContain('secret internals');
     expect(body.data).toBeNull();
+  });
+
+  it('answers 504 REQUEST_TIMEOUT before the deadline of a route that does not finish (never 500)', async () => {
+    // The function has 60 s left, but API Gateway's 29 s from arrival leave 1.2 s: the route sees the
+    // smaller, and is answered with the envelope just before it.
+    const arrived = Date.now() - 27_800;
+    const e = {
+      ...event('/slow'),
+      requestContext: { ...event('/slow').requestContext, requestTimeEpoch: arrived },
+    };
+    const res = await handler(
+      e as APIGatewayProxyEvent,
+      { getRemainingTimeInMillis: () => 60_000 } as Context,
+    );
+    expect(res.statusCode).toBe(504);
+    expect(JSON.parse(res.body).error.code).toBe('REQUEST_TIMEOUT');
+    expect(seenRemaining.at(-1)).toBeLessThanOrEqual(1200);
+    // The function's own remaining time counts too (a streaming group has no gateway limit).
+    const fn = await handler(event('/slow'), { getRemainingTimeInMillis: () => 1100 } as Context);
+    expect(fn.statusCode).toBe(504);
+    expect(seenRemaining.at(-1)).toBeLessThanOrEqual(1100);
   });
 
   it('passes typed errors through with their status, code and details', async () => {

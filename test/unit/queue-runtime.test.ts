@@ -304,4 +304,44 @@ describe('local workers runtime', () => {
     expect(bodies).toHaveLength(2);
     expect(await rt.queue.pending(def.name)).toHaveLength(1);
   });
+
+  it('a stop that cannot wait for a handler gives its message back, delivered at once on the next start', async () => {
+    const base = queueDef();
+    const def = { ...base, queue: { ...base.queue!, visibilityTimeoutSeconds: 600 } };
+    const seen: string[] = [];
+    const lines: string[] = [];
+    const rt = await startWorkers({
+      manifest: [def],
+      load: async () => async (event: SQSEvent) => {
+        seen.push(
+          ...event.Records.map((r) => `${JSON.parse(r.body).n}#${r.attributes.ApproximateReceiveCount}`),
+        );
+        await new Promise(() => {}); // never ends (a handler cut by the stop)
+      },
+      pollIntervalMs: 50,
+      stopWaitMs: 100,
+      log: (l) => lines.push(l),
+    });
+    await rt.queue.send(def.name, { n: 1 });
+    await vi.waitFor(() => expect(seen).toEqual(['1#1']), { timeout: 10_000, interval: 20 });
+    await rt.stop();
+    expect(lines.join('\n')).toContain('1 given back');
+    // Visible again now, not after its 600 s visibility timeout.
+    const [held] = await rt.queue.pending(def.name);
+    expect(held.visibleAt).toBeLessThanOrEqual(Date.now());
+    const next = await startWorkers({
+      manifest: [def],
+      load: async () => async (event: SQSEvent) => {
+        seen.push(
+          ...event.Records.map((r) => `${JSON.parse(r.body).n}#${r.attributes.ApproximateReceiveCount}`),
+        );
+      },
+      pollIntervalMs: 0,
+      log: noLog,
+    });
+    await next.runOnce();
+    expect(seen).toEqual(['1#1', '1#2']);
+    expect(await next.queue.pending(def.name)).toEqual([]);
+    await next.stop();
+  });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MiddlewareObj } from '@middy/core';
 import { config } from '../../platform/config';
-import { logger } from '../../platform/logger';
+import { appendLogKeys } from '../../platform/logger';
 import { type HttpRequest, headerOf, rememberRequest } from './state';
 
 const HOST =
@@ -37,7 +37,7 @@ export function requestContext(): MiddlewareObj {
         sourceIp: e.requestContext?.identity?.sourceIp ?? 'unknown',
       };
       rememberRequest(req);
-      logger().appendKeys({ requestId: req.state.requestId });
+      appendLogKeys({ requestId: req.state.requestId });
     },
   };
 }

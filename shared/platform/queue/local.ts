@@ -227,6 +227,23 @@ export class LocalQueue implements Queue {
     return 'retry';
   }
 
+  /**
+   * Gives a message back without a verdict (the process is stopping while its handler still runs): it is
+   * visible again at once, for the next start, its receive count unchanged. False when it is no longer
+   * this delivery's (acknowledged, failed or received again meanwhile).
+   */
+  async release(queue: string, message: Pick<ReceivedMessage, 'id' | 'receipt'>): Promise<boolean> {
+    const now = this.now();
+    const done = await db.update({
+      pk: messagePk(queue),
+      sk: `MSG#${message.id}`,
+      update: 'SET visibleAt = :v, gsi1sk = :g REMOVE receipt',
+      condition: 'receipt = :r',
+      values: { ':v': now, ':g': visibleSk(now, message.id), ':r': message.receipt },
+    });
+    return done !== undefined;
+  }
+
   private async deadLetter(queue: string, message: ReceivedMessage, error?: string): Promise<void> {
     // Copy first, then delete: a crash in between leaves the message to be moved again (same item).
     const { receipt, ...rest } = message;
