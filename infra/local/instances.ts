@@ -4,6 +4,7 @@ import { config } from '../../shared/platform/config';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import type { InstanceData, InstanceMessage } from './instance';
+import { LOCAL_YOUNG_GENERATION_MB } from './node-flags';
 import { type StoreCall, serveStorePort } from './store-client';
 
 /**
@@ -54,6 +55,7 @@ export async function startInstances(opts: {
         workerData: data,
         transferList: [channel.port2],
         name: `loupe-instance-${index}`,
+        resourceLimits: { maxYoungGenerationSizeMb: LOCAL_YOUNG_GENERATION_MB },
       });
       threads.push(worker);
       let ready = false;

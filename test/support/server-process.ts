@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { LOCAL_NODE_FLAGS } from '../../infra/local/node-flags';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -21,7 +22,7 @@ export interface ServerProcess {
  * `infra/local/server.ts` with PORT=0 and a fresh LOUPE_DATA_DIR in `env`.
  */
 export async function spawnServer(entry: string, env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [...LOCAL_NODE_FLAGS, '--import', 'tsx', entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

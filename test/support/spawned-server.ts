@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LOCAL_NODE_FLAGS } from '../../infra/local/node-flags';
 import { generateKey } from '../../shared/auth/key-material';
 import { freePort } from './databases';
 
@@ -40,7 +41,7 @@ export async function spawnLocalServer(
   };
   delete childEnv.VITEST;
   delete childEnv.NODE_OPTIONS;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/server.ts'], {
+  const child = spawn(process.execPath, [...LOCAL_NODE_FLAGS, '--import', 'tsx', 'infra/local/server.ts'], {
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
