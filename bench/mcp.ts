@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalApp, startLocal } from '../infra/local/app';
+import type { LocalApp } from '../infra/local/app';
 import { generateKey } from '../shared/auth/key-material';
 import { closeAllDrivers } from '../shared/databases/drivers/index';
 import { startPostgres } from '../test/support/databases';
 import { type BenchModule, median, ms } from './context';
-import { apiClient, snapshotEnv } from './query';
+import { type apiClient, snapshotEnv, startWithPostgres } from './query';
 
 /** Target (issue 25): run_query `SELECT 1` through MCP adds at most 2 ms (median) to the same REST call. */
 export const MCP_ADDED_TARGET_MS = 2;
@@ -43,30 +43,8 @@ export const mcp: BenchModule = {
     let app: LocalApp | undefined;
     let api: ReturnType<typeof apiClient> | undefined;
     try {
-      app = await startLocal({
-        port: 0,
-        dataDir,
-        env: {
-          LOUPE_ADMIN_KEY: adminKey,
-          LOUPE_DEMO_DATA: 'false',
-          LOUPE_LOG_LEVEL: 'SILENT',
-          LOUPE_ORG_RATE_LIMIT: '1000000',
-        },
-        log: () => {},
-      });
-      api = apiClient(app.port, adminKey);
-      const created = await api.call('POST', '/connections', {
-        name: 'Bench PostgreSQL',
-        type: 'POSTGRES',
-        host: database.host,
-        port: database.port,
-        database: database.database,
-        username: database.user,
-        password: database.password,
-      });
-      if (created.status !== 201)
-        throw new Error(`create connection answered ${created.status}: ${created.text}`);
-      const id = JSON.parse(created.text).data.id as string;
+      let id: string;
+      ({ app, api, id } = await startWithPostgres(dataDir, adminKey, database));
       const client = api;
 
       const viaRest = async () => {

@@ -78,6 +78,42 @@ export function apiClient(port: number, key: string) {
 }
 
 /** Saves the process environment variables startLocal changes, to put them back afterwards. */
+/**
+ * The local runtime in this process on a fresh data directory, no demo data, an organization limit that
+ * never answers 429 mid-run (its leases then grow to a tenth of it: rare writes), and one POSTGRES
+ * connection to `database`: what the query and mcp benches measure against.
+ */
+export async function startWithPostgres(
+  dataDir: string,
+  adminKey: string,
+  database: { host: string; port: number; database: string; user: string; password: string },
+): Promise<{ app: LocalApp; api: ReturnType<typeof apiClient>; id: string }> {
+  const app = await startLocal({
+    port: 0,
+    dataDir,
+    env: {
+      LOUPE_ADMIN_KEY: adminKey,
+      LOUPE_DEMO_DATA: 'false',
+      LOUPE_LOG_LEVEL: 'SILENT',
+      LOUPE_ORG_RATE_LIMIT: '1000000',
+    },
+    log: () => {},
+  });
+  const api = apiClient(app.port, adminKey);
+  const created = await api.call('POST', '/connections', {
+    name: 'Bench PostgreSQL',
+    type: 'POSTGRES',
+    host: database.host,
+    port: database.port,
+    database: database.database,
+    username: database.user,
+    password: database.password,
+  });
+  if (created.status !== 201)
+    throw new Error(`create connection answered ${created.status}: ${created.text}`);
+  return { app, api, id: JSON.parse(created.text).data.id as string };
+}
+
 export function snapshotEnv(names: string[]) {
   const saved = new Map(names.map((n) => [n, process.env[n]]));
   return () => {
@@ -119,31 +155,8 @@ export const query: BenchModule = {
       max: 3,
     });
     try {
-      app = await startLocal({
-        port: 0,
-        dataDir,
-        env: {
-          LOUPE_ADMIN_KEY: adminKey,
-          LOUPE_DEMO_DATA: 'false',
-          LOUPE_LOG_LEVEL: 'SILENT',
-          // The org limit must not answer 429 mid-run (its leases then grow to a tenth of it: rare writes).
-          LOUPE_ORG_RATE_LIMIT: '1000000',
-        },
-        log: () => {},
-      });
-      api = apiClient(app.port, adminKey);
-      const created = await api.call('POST', '/connections', {
-        name: 'Bench PostgreSQL',
-        type: 'POSTGRES',
-        host: database.host,
-        port: database.port,
-        database: database.database,
-        username: database.user,
-        password: database.password,
-      });
-      if (created.status !== 201)
-        throw new Error(`create connection answered ${created.status}: ${created.text}`);
-      const id = JSON.parse(created.text).data.id as string;
+      let id: string;
+      ({ app, api, id } = await startWithPostgres(dataDir, adminKey, database));
       const tested = await api.call('POST', `/connections/${id}/test`);
       if (tested.status !== 200) throw new Error(`connection test answered ${tested.status}: ${tested.text}`);
 
