@@ -341,6 +341,90 @@ describe('web console in chromium', () => {
     await expectAccessible(page, 'connections');
   });
 
+  it('Dashboards: edits a widget (title, type), deletes a widget, renames and deletes the dashboard; each read back through the API', async () => {
+    const d = await s.call('POST', '/dashboards', { body: { title: 'Editable board' } });
+    expect(d.status, d.text).toBe(201);
+    const id = d.body.data.id as string;
+    const add = async (title: string, type: string) => {
+      const r = await s.call('POST', `/dashboards/${id}/widgets`, {
+        body: {
+          type,
+          title,
+          connectionId: pgConn,
+          query: `SELECT id::text AS k, id FROM ${T} ORDER BY id`,
+          width: 6,
+          height: 2,
+        },
+      });
+      expect(r.status, r.text).toBe(201);
+      return r.body.data.id as string;
+    };
+    const kept = await add('Labels', 'BAR');
+    const doomed = await add('Doomed', 'TABLE');
+    const widgets = async () =>
+      (await s.call('GET', `/dashboards/${id}/widgets`)).body.data as {
+        id: string;
+        title: string;
+        type: string;
+      }[];
+
+    const page = await start();
+    await signIn(page, s.adminKey);
+    await page.goto(`${origin}/#/dashboards/${id}`);
+    await page.getByRole('heading', { level: 1, name: 'Editable board' }).waitFor();
+    await page.getByRole('region', { name: 'Labels' }).locator('canvas').waitFor();
+
+    // Edit: the add form, prefilled, with its preview; an empty title is refused with a field error.
+    await page.getByRole('button', { name: 'Edit widget Labels' }).click();
+    const form = page.getByRole('region', { name: 'Edit widget Labels' });
+    expect(await form.getByLabel('Widget title').inputValue()).toBe('Labels');
+    expect(await form.getByLabel('Widget type').inputValue()).toBe('BAR');
+    expect(await form.getByLabel('Connection').inputValue()).toBe(pgConn);
+    await form.getByLabel('Widget title').fill('');
+    await form.getByRole('button', { name: 'Save widget' }).click();
+    await page.locator('#e-title-error').waitFor();
+    expect((await widgets()).find((w) => w.id === kept)?.title).toBe('Labels');
+    await form.getByLabel('Widget title').fill('Labels by id');
+    await form.getByLabel('Widget type').selectOption('LINE');
+    await form.getByRole('button', { name: 'Preview' }).click();
+    await form.getByRole('region', { name: 'Preview' }).locator('canvas').waitFor();
+    await expectAccessible(page, 'dashboard edit widget');
+    await form.getByRole('button', { name: 'Save widget' }).click();
+    const edited = page.getByRole('region', { name: 'Labels by id' });
+    await edited.getByRole('img', { name: /line chart/ }).waitFor();
+    expect(await page.getByRole('region', { name: 'Labels', exact: true }).count()).toBe(0);
+    expect((await widgets()).find((w) => w.id === kept)).toMatchObject({
+      title: 'Labels by id',
+      type: 'LINE',
+    });
+
+    // Delete a widget: asked in the page, then gone from the page and the API.
+    await page.getByRole('button', { name: 'Delete widget Doomed' }).click();
+    const ask = page.getByRole('group', { name: /Delete widget .Doomed./ });
+    await ask.waitFor();
+    await ask.getByRole('button', { name: 'Yes, delete widget' }).click();
+    await expect.poll(() => page.getByRole('region', { name: 'Doomed' }).count(), POLL).toBe(0);
+    expect((await widgets()).map((w) => w.id)).toEqual([kept]);
+    expect(doomed).not.toBe(kept);
+
+    // Rename the dashboard, then delete it.
+    await page.getByText('Edit dashboard', { exact: true }).click();
+    await page.getByLabel('Dashboard title').fill('Renamed board');
+    await page.getByLabel('Dashboard description').fill('Edited in the console');
+    await page.getByRole('button', { name: 'Save dashboard' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Renamed board' }).waitFor();
+    const got = (await s.call('GET', `/dashboards/${id}`)).body.data;
+    expect(got).toMatchObject({ title: 'Renamed board', description: 'Edited in the console' });
+    await page.getByRole('button', { name: 'Delete dashboard' }).click();
+    const askBoard = page.getByRole('group', { name: /Delete dashboard .Renamed board./ });
+    await askBoard.waitFor();
+    await expectAccessible(page, 'dashboard delete confirmation');
+    await askBoard.getByRole('button', { name: 'Yes, delete dashboard' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Dashboards' }).waitFor();
+    expect((await s.call('GET', `/dashboards/${id}`)).status).toBe(404);
+    expect((await s.call('GET', `/dashboards/${id}/widgets`)).status).toBe(404);
+  });
+
   it('Connections, Saved queries, Workflows, Settings and Chat: main paths', async () => {
     const sq = await s.call('POST', '/saved-queries', {
       body: {

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { Chart, type ChartConfig, type ChartKind, loadChartJs } from './chart';
@@ -11,6 +12,7 @@ export interface WidgetRecord {
   type: 'TABLE' | 'METRIC' | 'LINE' | 'BAR' | 'AREA' | 'PIE' | 'SCATTER' | 'TEXT';
   title: string;
   query: string | null;
+  connectionId?: string | null;
   config: string;
   width: number;
   height: number;
@@ -27,7 +29,7 @@ export function parseConfig(config: string): ChartConfig & { text?: string; mark
 }
 
 /** One widget: a region named by its title, placed on the dashboard's 12-column grid. */
-export function Widget({ widget: w }: { widget: WidgetRecord }) {
+export function Widget({ widget: w, actions }: { widget: WidgetRecord; actions?: ComponentChildren }) {
   const [round, setRound] = useState(0);
   const config = parseConfig(w.config);
   // The chart library starts loading with the widget, beside its data, not after it.
@@ -41,7 +43,8 @@ export function Widget({ widget: w }: { widget: WidgetRecord }) {
               params: { path: { id: w.dashboardId, widgetId: w.id } },
             }),
           ),
-    [w.id, round],
+    // A changed query or connection (an edit) asks for the data again.
+    [w.id, w.query, w.connectionId, round],
   );
   const titleId = `widget-${w.id}`;
   return (
@@ -56,23 +59,26 @@ export function Widget({ widget: w }: { widget: WidgetRecord }) {
     >
       <header>
         <h2 id={titleId}>{w.title}</h2>
-        {w.type !== 'TEXT' && (
-          <span class="widget-tools">
-            {data.data?.cached && (
-              <span class="badge muted" title={data.data.cachedAt ?? ''}>
-                Cached {data.data.cachedAt ? new Date(data.data.cachedAt).toLocaleTimeString() : ''}
-              </span>
-            )}
-            <button
-              type="button"
-              class="link"
-              onClick={() => setRound(round + 1)}
-              aria-label={`Refresh ${w.title}`}
-            >
-              Refresh
-            </button>
-          </span>
-        )}
+        <span class="widget-tools">
+          {w.type !== 'TEXT' && (
+            <>
+              {data.data?.cached && (
+                <span class="badge muted" title={data.data.cachedAt ?? ''}>
+                  Cached {data.data.cachedAt ? new Date(data.data.cachedAt).toLocaleTimeString() : ''}
+                </span>
+              )}
+              <button
+                type="button"
+                class="link"
+                onClick={() => setRound(round + 1)}
+                aria-label={`Refresh ${w.title}`}
+              >
+                Refresh
+              </button>
+            </>
+          )}
+          {actions}
+        </span>
       </header>
       {w.type === 'TEXT' ? (
         <Markdown source={config.markdown ?? config.text ?? w.query ?? ''} />

@@ -53,6 +53,21 @@ function DashboardList() {
 function DashboardView({ id }: { id: string }) {
   const d = useLoad(() => ok(api.GET('/dashboards/{id}', { params: { path: { id } } })), [id]);
   const widgets = [...((d.data?.widgets ?? []) as WidgetRecord[])].sort((a, b) => a.position - b.position);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const editedWidget = widgets.find((w) => w.id === editing);
+  const removeWidget = async (widgetId: string) => {
+    setError(null);
+    try {
+      await ok(api.DELETE('/dashboards/{id}/widgets/{widgetId}', { params: { path: { id, widgetId } } }));
+      setDeleting(null);
+      if (editing === widgetId) setEditing(null);
+      d.reload();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
   return (
     <>
       <p>
@@ -64,22 +79,186 @@ function DashboardView({ id }: { id: string }) {
         <>
           <h1>{d.data.title}</h1>
           {d.data.description && <p class="muted">{d.data.description}</p>}
+          <ErrorAlert error={error} />
           <div class="grid">
             {widgets.map((w) => (
-              <Widget key={w.id} widget={w} />
+              <Widget
+                key={w.id}
+                widget={w}
+                actions={
+                  <>
+                    <button
+                      type="button"
+                      class="link"
+                      onClick={() => setEditing(w.id)}
+                      aria-label={`Edit widget ${w.title}`}
+                    >
+                      Edit
+                    </button>
+                    <button
+                      type="button"
+                      class="link"
+                      onClick={() => setDeleting(w.id)}
+                      aria-label={`Delete widget ${w.title}`}
+                    >
+                      Delete
+                    </button>
+                  </>
+                }
+              />
             ))}
           </div>
+          {deleting && (
+            <Confirm
+              question={`Delete widget “${widgets.find((w) => w.id === deleting)?.title ?? ''}”?`}
+              action="Yes, delete widget"
+              onConfirm={() => removeWidget(deleting)}
+              onCancel={() => setDeleting(null)}
+            />
+          )}
           {widgets.length === 0 && <p class="muted">No widgets yet.</p>}
+          {editedWidget && (
+            <section aria-label={`Edit widget ${editedWidget.title}`} class="stack">
+              <h2>Edit widget</h2>
+              <WidgetForm
+                key={editedWidget.id}
+                dashboardId={id}
+                position={editedWidget.position}
+                existing={editedWidget}
+                onSaved={() => {
+                  setEditing(null);
+                  d.reload();
+                }}
+                onCancel={() => setEditing(null)}
+              />
+            </section>
+          )}
           <NewWidget dashboardId={id} position={widgets.length} onCreated={() => d.reload()} />
+          <EditDashboard
+            id={id}
+            title={d.data.title}
+            description={d.data.description ?? ''}
+            onSaved={() => d.reload()}
+          />
         </>
       )}
     </>
   );
 }
 
+/** A visible, in-page confirmation (never window.confirm): the question and two buttons. */
+function Confirm({
+  question,
+  action,
+  onConfirm,
+  onCancel,
+}: {
+  question: string;
+  action: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <fieldset class="alert confirm">
+      <legend>{question}</legend>
+      <p>
+        <button type="button" onClick={onConfirm}>
+          {action}
+        </button>{' '}
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </p>
+    </fieldset>
+  );
+}
+
+/** Renames or re-describes the dashboard (PATCH), or deletes it with its widgets after a confirmation. */
+function EditDashboard({
+  id,
+  title,
+  description,
+  onSaved,
+}: {
+  id: string;
+  title: string;
+  description: string;
+  onSaved: () => void;
+}) {
+  const [f, setF] = useState({ title, description });
+  const [error, setError] = useState<ApiError | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const errors = fieldErrors(error);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      await ok(
+        api.PATCH('/dashboards/{id}', {
+          params: { path: { id } },
+          body: { title: f.title, description: f.description || null },
+        }),
+      );
+      onSaved();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  const remove = async () => {
+    setError(null);
+    try {
+      await ok(api.DELETE('/dashboards/{id}', { params: { path: { id } } }));
+      location.hash = href('dashboards');
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  const field = (k: keyof typeof f, label: string) => (
+    <div class="field">
+      <label for={`d-${k}`}>{label}</label>
+      <input
+        id={`d-${k}`}
+        value={f[k]}
+        onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })}
+        aria-invalid={errors[k] ? true : undefined}
+        aria-describedby={errors[k] ? `d-${k}-error` : undefined}
+      />
+      {errors[k] && (
+        <span id={`d-${k}-error`} class="field-error">
+          {errors[k]}
+        </span>
+      )}
+    </div>
+  );
+  return (
+    <details class="new">
+      <summary>Edit dashboard</summary>
+      <form onSubmit={save} class="stack">
+        {field('title', 'Dashboard title')}
+        {field('description', 'Dashboard description')}
+        <ErrorAlert error={error} />
+        <p>
+          <button type="submit">Save dashboard</button>{' '}
+          <button type="button" class="secondary" onClick={() => setConfirming(true)}>
+            Delete dashboard
+          </button>
+        </p>
+      </form>
+      {confirming && (
+        <Confirm
+          question={`Delete dashboard “${title}” and all its widgets?`}
+          action="Yes, delete dashboard"
+          onConfirm={remove}
+          onCancel={() => setConfirming(false)}
+        />
+      )}
+    </details>
+  );
+}
+
 const TYPES = ['TABLE', 'METRIC', 'LINE', 'BAR', 'AREA', 'PIE', 'SCATTER', 'TEXT'] as const;
 
-/** Adds a widget; "Preview" runs its query read-only and draws it before it is saved. */
+/** Adds a widget, in a disclosure made when opened (so a dashboard's first render asks for its widgets only). */
 function NewWidget({
   dashboardId,
   position,
@@ -89,20 +268,46 @@ function NewWidget({
   position: number;
   onCreated: () => void;
 }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="new" onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Add widget</summary>
+      {open && <WidgetForm dashboardId={dashboardId} position={position} onSaved={onCreated} />}
+    </details>
+  );
+}
+
+/**
+ * Adds a widget (POST) or, given `existing`, changes it (PATCH), prefilled; "Preview" runs its query
+ * read-only and draws it before it is saved.
+ */
+function WidgetForm({
+  dashboardId,
+  position,
+  existing,
+  onSaved,
+  onCancel,
+}: {
+  dashboardId: string;
+  position: number;
+  existing?: WidgetRecord;
+  onSaved: () => void;
+  onCancel?: () => void;
+}) {
   const [f, setF] = useState({
-    title: '',
-    type: 'BAR' as WidgetRecord['type'],
-    query: '',
-    connectionId: '',
-    width: '6',
-    height: '2',
-    config: '{}',
+    title: existing?.title ?? '',
+    type: existing?.type ?? ('BAR' as WidgetRecord['type']),
+    query: existing?.query ?? '',
+    connectionId: existing?.connectionId ?? '',
+    width: String(existing?.width ?? 6),
+    height: String(existing?.height ?? 2),
+    config: existing?.config ?? '{}',
   });
   const [error, setError] = useState<ApiError | null>(null);
   const [preview, setPreview] = useState<Result | null>(null);
-  // The form (and its connection list) is made when opened, so a dashboard's first render asks for its widgets only.
-  const [open, setOpen] = useState(false);
   const errors = fieldErrors(error);
+  // Ids differ between the add form and the edit form, which can be open together.
+  const prefix = existing ? 'e' : 'w';
   const set = (k: keyof typeof f) => (e: Event) =>
     setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
   const runPreview = async () => {
@@ -123,76 +328,94 @@ function NewWidget({
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
+    const body = {
+      title: f.title,
+      type: f.type,
+      query: f.type === 'TEXT' ? null : f.query,
+      connectionId: f.type === 'TEXT' ? null : f.connectionId || null,
+      config: f.config,
+      width: Number(f.width),
+      height: Number(f.height),
+      position,
+    };
     try {
-      await ok(
-        api.POST('/dashboards/{id}/widgets', {
-          params: { path: { id: dashboardId } },
-          body: {
-            title: f.title,
-            type: f.type,
-            query: f.type === 'TEXT' ? null : f.query,
-            connectionId: f.type === 'TEXT' ? null : f.connectionId || null,
-            config: f.config,
-            width: Number(f.width),
-            height: Number(f.height),
-            position,
-          },
-        }),
-      );
+      if (existing)
+        await ok(
+          api.PATCH('/dashboards/{id}/widgets/{widgetId}', {
+            params: { path: { id: dashboardId, widgetId: existing.id } },
+            body,
+          }),
+        );
+      else await ok(api.POST('/dashboards/{id}/widgets', { params: { path: { id: dashboardId } }, body }));
       setPreview(null);
-      onCreated();
+      onSaved();
     } catch (err) {
       setError(err as ApiError);
     }
   };
   const text = (k: keyof typeof f, label: string) => (
     <div class="field">
-      <label for={`w-${k}`}>{label}</label>
-      <input id={`w-${k}`} value={f[k]} onInput={set(k)} aria-invalid={errors[k] ? true : undefined} />
-      {errors[k] && <span class="field-error">{errors[k]}</span>}
+      <label for={`${prefix}-${k}`}>{label}</label>
+      <input
+        id={`${prefix}-${k}`}
+        value={f[k]}
+        onInput={set(k)}
+        aria-invalid={errors[k] ? true : undefined}
+        aria-describedby={errors[k] ? `${prefix}-${k}-error` : undefined}
+      />
+      {errors[k] && (
+        <span id={`${prefix}-${k}-error`} class="field-error">
+          {errors[k]}
+        </span>
+      )}
     </div>
   );
   return (
-    <details class="new" onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary>Add widget</summary>
-      {open && (
-        <form onSubmit={submit} class="stack">
-          {text('title', 'Widget title')}
+    <>
+      <form onSubmit={submit} class="stack">
+        {text('title', 'Widget title')}
+        <div class="field">
+          <label for={`${prefix}-type`}>Widget type</label>
+          <select id={`${prefix}-type`} value={f.type} onChange={set('type')}>
+            {TYPES.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </div>
+        {f.type !== 'TEXT' && (
+          <ConnectionSelect
+            id={`${prefix}-connection`}
+            value={f.connectionId}
+            onChange={(v) => setF({ ...f, connectionId: v })}
+          />
+        )}
+        {f.type !== 'TEXT' && (
           <div class="field">
-            <label for="w-type">Widget type</label>
-            <select id="w-type" value={f.type} onChange={set('type')}>
-              {TYPES.map((t) => (
-                <option key={t}>{t}</option>
-              ))}
-            </select>
+            <label for={`${prefix}-query`}>Widget SQL</label>
+            <textarea id={`${prefix}-query`} class="code" rows={4} value={f.query} onInput={set('query')} />
           </div>
+        )}
+        {text('config', 'Options (JSON: x, y, markdown, cacheSeconds)')}
+        {text('width', 'Width (1–12 columns)')}
+        {text('height', 'Height (rows)')}
+        <ErrorAlert error={error} />
+        <p>
           {f.type !== 'TEXT' && (
-            <ConnectionSelect
-              id="w-connection"
-              value={f.connectionId}
-              onChange={(v) => setF({ ...f, connectionId: v })}
-            />
-          )}
-          {f.type !== 'TEXT' && (
-            <div class="field">
-              <label for="w-query">Widget SQL</label>
-              <textarea id="w-query" class="code" rows={4} value={f.query} onInput={set('query')} />
-            </div>
-          )}
-          {text('config', 'Options (JSON: x, y, markdown, cacheSeconds)')}
-          {text('width', 'Width (1–12 columns)')}
-          {text('height', 'Height (rows)')}
-          <ErrorAlert error={error} />
-          <p>
-            {f.type !== 'TEXT' && (
-              <button type="button" class="secondary" onClick={runPreview}>
-                Preview
+            <button type="button" class="secondary" onClick={runPreview}>
+              Preview
+            </button>
+          )}{' '}
+          <button type="submit">{existing ? 'Save widget' : 'Add widget'}</button>
+          {onCancel && (
+            <>
+              {' '}
+              <button type="button" class="secondary" onClick={onCancel}>
+                Cancel
               </button>
-            )}{' '}
-            <button type="submit">Add widget</button>
-          </p>
-        </form>
-      )}
+            </>
+          )}
+        </p>
+      </form>
       {preview && (
         <section aria-label="Preview" class="widget preview">
           <WidgetBody
@@ -203,6 +426,6 @@ function NewWidget({
           />
         </section>
       )}
-    </details>
+    </>
   );
 }
