@@ -6,7 +6,7 @@ import { generateKey } from '../shared/auth/key-material';
 import { closeAllDrivers } from '../shared/databases/drivers/index';
 import { startPostgres } from '../test/support/databases';
 import { type BenchModule, median, ms } from './context';
-import { type apiClient, snapshotEnv, startWithPostgres } from './query';
+import { type apiClient, LOCAL_RUNTIME_ENV, snapshotEnv, startWithPostgres } from './query';
 
 /** Target (issue 25): run_query `SELECT 1` through MCP adds at most 2 ms (median) to the same REST call. */
 export const MCP_ADDED_TARGET_MS = 2;
@@ -31,15 +31,7 @@ export const mcp: BenchModule = {
     const database = await startPostgres();
     const dataDir = mkdtempSync(join(tmpdir(), 'loupe-bench-mcp-'));
     const adminKey = generateKey();
-    const restoreEnv = snapshotEnv([
-      'LOUPE_ADMIN_KEY',
-      'LOUPE_DEMO_DATA',
-      'LOUPE_LOG_LEVEL',
-      'LOUPE_ORG_RATE_LIMIT',
-      'LOUPE_DATA_DIR',
-      'LOUPE_RUNTIME',
-      'LOUPE_DYNAMODB_ENDPOINT',
-    ]);
+    const restoreEnv = snapshotEnv(LOCAL_RUNTIME_ENV);
     let app: LocalApp | undefined;
     let api: ReturnType<typeof apiClient> | undefined;
     try {

@@ -114,6 +114,17 @@ export async function startWithPostgres(
   return { app, api, id: JSON.parse(created.text).data.id as string };
 }
 
+/** The variables the local runtime sets in this process (startWithPostgres): restored after a bench. */
+export const LOCAL_RUNTIME_ENV = [
+  'LOUPE_ADMIN_KEY',
+  'LOUPE_DEMO_DATA',
+  'LOUPE_LOG_LEVEL',
+  'LOUPE_ORG_RATE_LIMIT',
+  'LOUPE_DATA_DIR',
+  'LOUPE_RUNTIME',
+  'LOUPE_DYNAMODB_ENDPOINT',
+];
+
 export function snapshotEnv(names: string[]) {
   const saved = new Map(names.map((n) => [n, process.env[n]]));
   return () => {
@@ -135,15 +146,7 @@ export const query: BenchModule = {
     const database = await startPostgres();
     const dataDir = mkdtempSync(join(tmpdir(), 'loupe-bench-query-'));
     const adminKey = generateKey();
-    const restoreEnv = snapshotEnv([
-      'LOUPE_ADMIN_KEY',
-      'LOUPE_DEMO_DATA',
-      'LOUPE_LOG_LEVEL',
-      'LOUPE_ORG_RATE_LIMIT',
-      'LOUPE_DATA_DIR',
-      'LOUPE_RUNTIME',
-      'LOUPE_DYNAMODB_ENDPOINT',
-    ]);
+    const restoreEnv = snapshotEnv(LOCAL_RUNTIME_ENV);
     let app: LocalApp | undefined;
     let api: ReturnType<typeof apiClient> | undefined;
     const bare = new pg.Pool({
