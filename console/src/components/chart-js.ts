@@ -15,7 +15,7 @@ import {
   Tooltip,
 } from 'chart.js';
 import type { ChartKind } from './chart';
-import { cell, type Result } from './result-table';
+import { cell, type Result } from './result';
 
 Chart.register(
   ArcElement,

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { cell, type Result } from './result-table';
+import { cell, type Result } from './result';
 
 export type ChartKind = 'LINE' | 'BAR' | 'AREA' | 'PIE' | 'SCATTER';
 

@@ -1,24 +1,4 @@
-/** A query result: column headers, rows as text, row count, time, the truncation notice and CSV download. */
-export interface Result {
-  columns: string[];
-  rows: Record<string, unknown>[];
-  rowCount: number;
-  executionTime?: number;
-  truncated?: boolean;
-}
-
-export function cell(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  if (typeof v === 'object') return JSON.stringify(v);
-  return String(v);
-}
-
-export function toCsv(r: Result): string {
-  const q = (s: string) => (/[",\r\n]/.test(s) || /^[=+\-@]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
-  return [r.columns.map(q).join(','), ...r.rows.map((row) => r.columns.map((c) => q(cell(row[c]))).join(','))]
-    .join('\r\n')
-    .concat('\r\n');
-}
+import { cell, type Result, toCsv } from './result';
 
 function download(r: Result, name: string) {
   const url = URL.createObjectURL(new Blob([toCsv(r)], { type: 'text/csv;charset=utf-8' }));
@@ -29,6 +9,7 @@ function download(r: Result, name: string) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/** A query result as a table: column headers, rows as text, row count, time, the truncation notice and CSV download. */
 export function ResultTable({
   result,
   caption,

@@ -4,7 +4,8 @@ import { api, ok } from '../api/client';
 import { Chart, type ChartConfig, type ChartKind, loadChartJs } from './chart';
 import { ErrorAlert, Loading, useLoad } from './load';
 import { Markdown } from './markdown';
-import { cell, type Result, ResultTable } from './result-table';
+import { cell, type Result } from './result';
+import { ResultTable } from './result-table';
 
 export interface WidgetRecord {
   id: string;

@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
-import { type Result, ResultTable } from '../components/result-table';
+import type { Result } from '../components/result';
+import { ResultTable } from '../components/result-table';
 
 interface Decision {
   id: string;

@@ -3,7 +3,8 @@ import { type ApiError, api, ok, postSse } from '../api/client';
 import { ConnectionSelect } from '../components/connection-select';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
-import { type Result, ResultTable } from '../components/result-table';
+import type { Result } from '../components/result';
+import { ResultTable } from '../components/result-table';
 
 interface Turn {
   question: string;

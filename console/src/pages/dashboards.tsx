@@ -1,9 +1,10 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
+import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
-import type { Result } from '../components/result-table';
+import type { Result } from '../components/result';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
 import { href } from '../router';
 
@@ -143,33 +144,6 @@ function DashboardView({ id }: { id: string }) {
         </>
       )}
     </>
-  );
-}
-
-/** A visible, in-page confirmation (never window.confirm): the question and two buttons. */
-function Confirm({
-  question,
-  action,
-  onConfirm,
-  onCancel,
-}: {
-  question: string;
-  action: string;
-  onConfirm: () => void;
-  onCancel: () => void;
-}) {
-  return (
-    <fieldset class="alert confirm">
-      <legend>{question}</legend>
-      <p>
-        <button type="button" onClick={onConfirm}>
-          {action}
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </p>
-    </fieldset>
   );
 }
 

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ConnectionSelect, useConnections } from '../components/connection-select';
 import { ErrorAlert, useLoad } from '../components/load';
-import { type Result, ResultTable } from '../components/result-table';
+import type { Result } from '../components/result';
+import { ResultTable } from '../components/result-table';
 import { href } from '../router';
 
 /** Query: one read-only statement on a connection, its result, and the connection's query history. */

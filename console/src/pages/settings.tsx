@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ErrorAlert, useLoad } from '../components/load';
+import { Once } from '../components/once';
+import { Members } from './members';
 
 /** Settings: API keys (a new key is shown once), members, and event webhooks (secret shown once, deliveries, test). */
 export function SettingsPage() {
@@ -11,15 +13,6 @@ export function SettingsPage() {
       <Members />
       <Webhooks />
     </>
-  );
-}
-
-function Once({ label, value }: { label: string; value: string }) {
-  return (
-    <div role="status" class="once">
-      <p>{label} It is shown once; copy it now.</p>
-      <input readOnly aria-label={label} value={value} onFocus={(e) => e.currentTarget.select()} />
-    </div>
   );
 }
 
@@ -95,36 +88,6 @@ function Keys() {
         <button type="submit">Create key</button>
       </form>
       {created && <Once label="The new API key." value={created} />}
-    </section>
-  );
-}
-
-function Members() {
-  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
-  return (
-    <section aria-labelledby="members-title">
-      <h2 id="members-title">Members</h2>
-      <ErrorAlert error={members.error} />
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Email</th>
-            <th scope="col">Role</th>
-            <th scope="col">Connections</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(members.data ?? []).map((m) => (
-            <tr key={m.id}>
-              <td>{m.name}</td>
-              <td>{m.email}</td>
-              <td>{m.role}</td>
-              <td>{m.role === 'admin' ? 'all' : m.connectionIds.length}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
     </section>
   );
 }

@@ -5,13 +5,13 @@ import { toJson } from './template';
  * the column names, and a field quoted (with inner quotes doubled) when it contains a comma, a
  * quote, CR or LF.
  *
- * Formula injection: a text cell that starts with `=`, `+`, `-`, `@`, a tab or CR is prefixed with
+ * Formula injection: a text cell (or column name) that starts with `=`, `+`, `-`, `@`, a tab or CR is prefixed with
  * a single quote `'`, so spreadsheets show it as text instead of evaluating it (OWASP's advice).
  * Numbers (JSON numbers, and numeric text such as `-12.5` that drivers return for NUMERIC/BIGINT)
  * are left as they are: they cannot be formulas and must stay numbers.
  */
 export function toCsv(columns: string[], rows: Record<string, unknown>[]): string {
-  const lines = [columns.map((c) => field(c)).join(',')];
+  const lines = [columns.map((c) => field(cell(c))).join(',')];
   for (const row of rows) lines.push(columns.map((c) => field(cell(row[c]))).join(','));
   return lines.map((l) => `${l}\r\n`).join('');
 }
