@@ -3,6 +3,7 @@ import { type ApiError, api, ok } from '../api/client';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Members } from './members';
+import { Webhooks } from './webhooks';
 
 /** Settings: API keys (a new key is shown once), members, and event webhooks (secret shown once, deliveries, test). */
 export function SettingsPage() {
@@ -89,101 +90,5 @@ function Keys() {
       </form>
       {created && <Once label="The new API key." value={created} />}
     </section>
-  );
-}
-
-function Webhooks() {
-  const hooks = useLoad(() => ok(api.GET('/webhooks', { params: { query: { pageSize: 100 } } })));
-  const [url, setUrl] = useState('');
-  const [events, setEvents] = useState('query.completed');
-  const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [open, setOpen] = useState<string | null>(null);
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    try {
-      const h = await ok(
-        api.POST('/webhooks', { body: { url, events: events.split(/[\s,]+/).filter(Boolean) } }),
-      );
-      setSecret(h.secret);
-      setUrl('');
-      hooks.reload();
-    } catch (err) {
-      setError(err as ApiError);
-    }
-  };
-  return (
-    <section aria-labelledby="hooks-title">
-      <h2 id="hooks-title">Event webhooks</h2>
-      <ErrorAlert error={hooks.error ?? error} />
-      <ul class="cards">
-        {(hooks.data ?? []).map((h) => (
-          <li key={h.id}>
-            <p>
-              <code>{h.url}</code> · {h.events.join(', ')} · {h.isActive ? 'active' : 'inactive'}{' '}
-              <button type="button" class="link" onClick={() => setOpen(open === h.id ? null : h.id)}>
-                Deliveries
-              </button>
-            </p>
-            {open === h.id && <Deliveries id={h.id} />}
-          </li>
-        ))}
-      </ul>
-      <form onSubmit={create} class="inline">
-        <div class="field">
-          <label for="hook-url">Endpoint URL (https)</label>
-          <input
-            id="hook-url"
-            type="url"
-            value={url}
-            required
-            onInput={(e) => setUrl(e.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label for="hook-events">Events</label>
-          <input id="hook-events" value={events} onInput={(e) => setEvents(e.currentTarget.value)} />
-        </div>
-        <button type="submit">Add webhook</button>
-      </form>
-      {secret && <Once label="The webhook's signing secret." value={secret} />}
-    </section>
-  );
-}
-
-function Deliveries({ id }: { id: string }) {
-  const list = useLoad(
-    () => ok(api.GET('/webhooks/{id}/deliveries', { params: { path: { id }, query: { pageSize: 20 } } })),
-    [id],
-  );
-  const [error, setError] = useState<ApiError | null>(null);
-  const test = async () => {
-    setError(null);
-    try {
-      await ok(api.POST('/webhooks/{id}/test', { params: { path: { id } } }));
-    } catch (err) {
-      setError(err as ApiError);
-    } finally {
-      list.reload();
-    }
-  };
-  return (
-    <div>
-      <button type="button" class="secondary" onClick={test}>
-        Send test event
-      </button>
-      <ErrorAlert error={list.error ?? error} />
-      <ul>
-        {(list.data ?? []).map((d) => (
-          <li key={d.id}>
-            {d.event} · {d.status}
-            {d.statusCode ? ` (${d.statusCode})` : ''} · {d.attempts} attempts ·{' '}
-            {new Date(d.createdAt).toLocaleString()}
-            {d.error ? ` · ${d.error}` : ''}
-          </li>
-        ))}
-      </ul>
-    </div>
   );
 }
