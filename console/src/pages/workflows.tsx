@@ -51,6 +51,7 @@ function WorkflowDetail({
     id: string;
     name: string;
     isActive: boolean;
+    hasUnpublishedChanges: boolean;
     steps: { id: string; name: string; query: string }[];
   };
   onChanged: () => void;
@@ -71,10 +72,12 @@ function WorkflowDetail({
       runs.reload();
     }
   };
+  const [published, setPublished] = useState<string | null>(null);
   const publish = async (acknowledge: boolean) => {
     setError(null);
+    setPublished(null);
     try {
-      await ok(
+      const r = await ok(
         api.PATCH('/workflows/{id}', {
           params: { path: { id: w.id } },
           body: {
@@ -84,12 +87,23 @@ function WorkflowDetail({
         }),
       );
       setWarnings(null);
+      setPublished(`Published version ${r.publishedVersion}.`);
       onChanged();
     } catch (err) {
       const e = err as ApiError;
       const found = (e.details as { warnings?: string[] } | undefined)?.warnings;
       if (found?.length) setWarnings(found);
-      setError(e);
+      else setError(e);
+    }
+  };
+  const deactivate = async () => {
+    setError(null);
+    setPublished(null);
+    try {
+      await ok(api.PATCH('/workflows/{id}', { params: { path: { id: w.id } }, body: { isActive: false } }));
+      onChanged();
+    } catch (err) {
+      setError(err as ApiError);
     }
   };
   return (
@@ -106,15 +120,22 @@ function WorkflowDetail({
         <button type="button" onClick={runNow}>
           Run now
         </button>{' '}
-        {!w.isActive && (
+        {(!w.isActive || w.hasUnpublishedChanges) && (
           <button type="button" class="secondary" onClick={() => publish(false)}>
-            Publish
+            {w.isActive ? 'Publish changes' : 'Publish'}
+          </button>
+        )}{' '}
+        {w.isActive && (
+          <button type="button" class="secondary" onClick={deactivate}>
+            Deactivate
           </button>
         )}
       </p>
       <ErrorAlert error={error} />
+      {published && <p role="status">{published}</p>}
       {warnings && (
-        <section aria-label="Publish warnings">
+        <section aria-label="Publish warnings" class="alert">
+          <p>Publishing needs these warnings acknowledged:</p>
           <ul>
             {warnings.map((x) => (
               <li key={x}>{x}</li>
