@@ -63,8 +63,8 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
   ],
   server: [
     async ({ demoData, ai, model }, use) => {
-      const env: Record<string, string> = {};
-      if (demoData) env.LOUPE_DEMO_DATA = 'true';
+      // Said either way: the runtime turns demo data on by default outside vitest.
+      const env: Record<string, string> = { LOUPE_DEMO_DATA: String(demoData) };
       if (ai)
         Object.assign(env, {
           OPENAI_API_KEY: model.apiKey,
