@@ -27,10 +27,10 @@ type ParserModule = { Parser: new () => Parser };
  * dialects its requests need.
  */
 const parserModules: Record<NodeParserType, () => Promise<unknown>> = {
-  MYSQL: () => import('node-sql-parser/build/mysql'),
-  MARIADB: () => import('node-sql-parser/build/mariadb'),
-  MSSQL: () => import('node-sql-parser/build/transactsql'),
-  SQLITE: () => import('node-sql-parser/build/sqlite'),
+  MYSQL: () => import('node-sql-parser/build/mysql.js'),
+  MARIADB: () => import('node-sql-parser/build/mariadb.js'),
+  MSSQL: () => import('node-sql-parser/build/transactsql.js'),
+  SQLITE: () => import('node-sql-parser/build/sqlite.js'),
 };
 const parsers = new Map<NodeParserType, Parser>();
 

@@ -3,46 +3,44 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
-import { expect } from 'vitest';
 
+/**
+ * Browser helpers shared by the console's Playwright specs (test/console/fixtures.ts), the console bench
+ * and the screenshot script. They import no test runner, so each caller asserts with its own.
+ */
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Debian's chromium (apt-get install chromium; .ci/run does); LOUPE_CHROMIUM names another binary. */
 export const CHROMIUM = process.env.LOUPE_CHROMIUM || '/usr/bin/chromium';
 
-/** Builds the console when console/dist is missing (npm test builds it first; this covers `npx vitest run`). */
+/** Chromium's flags for a headless run as root in a container, without background network traffic. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+/** Builds the console when console/dist is missing (npm test builds it first; this covers direct runs). */
 export function ensureConsoleBuilt(): void {
   if (existsSync(join(ROOT, 'console', 'dist', 'index.html'))) return;
   execFileSync('npm', ['run', 'build:console'], { cwd: ROOT, stdio: 'inherit' });
 }
 
+/** Launches chromium outside the Playwright runner (the bench, the screenshots). */
 export async function launchBrowser(): Promise<Browser> {
   ensureConsoleBuilt();
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }
 
-/** A page of the console, recording uncaught page errors, CSP violations and dialogs (none may happen). */
-export interface ConsolePage {
-  page: Page;
-  problems: string[];
-  close(): Promise<void>;
-}
-
-export async function openConsole(browser: Browser, origin: string, width = 1280): Promise<ConsolePage> {
-  const context = await browser.newContext({ viewport: { width, height: 900 } });
-  const page = await context.newPage();
+/**
+ * Records what must never happen on a console page: uncaught page errors, CSP violations and dialogs
+ * (a dialog is dismissed). The returned list fills as the page runs.
+ */
+export function recordProblems(page: Page): string[] {
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => {
@@ -53,8 +51,7 @@ export async function openConsole(browser: Browser, origin: string, width = 1280
     problems.push(`dialog: ${d.message()}`);
     void d.dismiss();
   });
-  await page.goto(`${origin}/`);
-  return { page, problems, close: () => context.close() };
+  return problems;
 }
 
 /** Presses Tab (up to 60 times) until `target` has the focus: the element is reachable by keyboard. */
@@ -75,12 +72,10 @@ export async function signIn(page: Page, key: string): Promise<void> {
   await page.getByRole('navigation').waitFor();
 }
 
-/** axe-core on the current page: no serious or critical violations. */
-export async function expectAccessible(page: Page, where: string): Promise<void> {
+/** axe-core on the current page: its serious and critical violations, one line each (none is the goal). */
+export async function seriousViolations(page: Page): Promise<string[]> {
   const r = await new AxeBuilder({ page }).analyze();
-  const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(
-    bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-    `accessibility of ${where}`,
-  ).toEqual([]);
+  return r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }

@@ -11,7 +11,8 @@ declare module 'vitest' {
   }
 }
 
-const info = (s: DbServer): DbInfo => {
+/** What tests need to reach a server (its stop and fault controls stay with the process that started it). */
+export const dbInfo = (s: DbServer): DbInfo => {
   const { stop: _stop, faults: _faults, ...rest } = s;
   return rest;
 };
@@ -35,8 +36,8 @@ export function keepExitCode(): void {
 export default async function setup(project: TestProject) {
   keepExitCode();
   const [pg, maria] = await Promise.all([startPostgres(), startMariadb()]);
-  project.provide('postgres', info(pg));
-  project.provide('mariadb', maria ? info(maria) : null);
+  project.provide('postgres', dbInfo(pg));
+  project.provide('mariadb', maria ? dbInfo(maria) : null);
   if (!maria && process.env.CI)
     throw new Error('MariaDB is required in CI (apt-get install mariadb-server).');
   return async () => {

@@ -11,7 +11,7 @@
  * datetimeoffset as ISO UTC, date as YYYY-MM-DD, binary as base64, uniqueidentifier as string.
  */
 import sql from 'mssql';
-import { connectInSequence } from 'tedious/lib/connector';
+import { connectInSequence } from 'tedious/lib/connector.js';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';

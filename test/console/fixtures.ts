@@ -1,0 +1,108 @@
+import { test as base, expect, type Page } from '@playwright/test';
+import { recordProblems, seriousViolations, signIn } from '../support/browser';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
+import type { DbInfo } from '../support/global-setup';
+import { startTestServer, type TestServer } from '../support/server';
+import { POSTGRES_ENV } from './global-setup';
+
+/**
+ * Fixtures of the console's browser specs (`test/console/*.spec.ts`, run by `playwright test`). A spec
+ * imports `test` and `expect` from here:
+ *
+ * - `server` (per worker): the real local runtime in the worker's process (test/support/server.ts) with
+ *   demo data (`test.use({ demoData: false })` turns it off) and an admin key (`server.adminKey`); its
+ *   provider is the test model server `model` when the spec says `test.use({ ai: true })`, and no
+ *   provider otherwise (Chat answers 503 AI_NOT_CONFIGURED).
+ * - `postgres` (per worker): how to reach the run's embedded PostgreSQL (test/console/global-setup.ts).
+ * - `origin`: the console's URL (`${origin}/#/dashboards/…`).
+ * - `page`: a fresh browser context on the console's sign-in page. When the test ends it asserts that no
+ *   uncaught page error, CSP violation or dialog happened and that no injected script set the title.
+ * - `adminPage`: that page, signed in as the admin with the keyboard.
+ * - A test that fails gets the lines the runtime logged (its start announcements, such as a demo data
+ *   failure) attached to its report as `runtime.log`.
+ *
+ * The runtime configures its process like a Lambda instance, so a worker serves one runtime: specs with
+ * different options run in different workers.
+ */
+interface WorkerFixtures {
+  demoData: boolean;
+  ai: boolean;
+  postgres: DbInfo;
+  model: FakeOpenAI;
+  server: TestServer;
+  origin: string;
+}
+
+interface TestFixtures {
+  adminPage: Page;
+  runtimeLogs: undefined;
+}
+
+const SETUP = { timeout: 120_000 };
+
+export const test = base.extend<TestFixtures, WorkerFixtures>({
+  demoData: [true, { scope: 'worker', option: true }],
+  ai: [false, { scope: 'worker', option: true }],
+  postgres: [
+    // biome-ignore lint/correctness/noEmptyPattern: Playwright reads the fixtures a fixture needs from its first parameter
+    async ({}, use) => {
+      const json = process.env[POSTGRES_ENV];
+      if (!json) throw new Error(`${POSTGRES_ENV} is not set: run the specs with playwright test`);
+      await use(JSON.parse(json) as DbInfo);
+    },
+    { scope: 'worker' },
+  ],
+  model: [
+    // biome-ignore lint/correctness/noEmptyPattern: as above
+    async ({}, use) => {
+      const model = await startFakeOpenAI();
+      await use(model);
+      await model.stop();
+    },
+    { scope: 'worker', ...SETUP },
+  ],
+  server: [
+    async ({ demoData, ai, model }, use) => {
+      // Said either way: the runtime turns demo data on by default outside vitest.
+      const env: Record<string, string> = { LOUPE_DEMO_DATA: String(demoData) };
+      if (ai)
+        Object.assign(env, {
+          OPENAI_API_KEY: model.apiKey,
+          OPENAI_BASE_URL: model.url,
+          LOUPE_MODEL: 'test-model',
+        });
+      const server = await startTestServer({ env });
+      await use(server);
+      await server.stop();
+    },
+    { scope: 'worker', ...SETUP },
+  ],
+  origin: [async ({ server }, use) => use(server.url.replace(/\/v1$/, '')), { scope: 'worker' }],
+  page: async ({ page, origin }, use) => {
+    const problems = recordProblems(page);
+    await page.goto(`${origin}/`);
+    await use(page);
+    expect(problems, 'no page errors, CSP violations or dialogs').toEqual([]);
+    expect(await page.title(), 'no injected script ran').not.toBe('pwned');
+  },
+  adminPage: async ({ page, server }, use) => {
+    await signIn(page, server.adminKey);
+    await use(page);
+  },
+  runtimeLogs: [
+    async ({ server }, use, testInfo) => {
+      await use(undefined);
+      if (testInfo.status !== testInfo.expectedStatus)
+        await testInfo.attach('runtime.log', { body: server.logs.join('\n'), contentType: 'text/plain' });
+    },
+    { auto: true },
+  ],
+});
+
+export { signIn, tabTo } from '../support/browser';
+export { expect };
+
+/** axe-core on the current page finds no serious or critical violation. */
+export async function expectAccessible(page: Page, where: string): Promise<void> {
+  expect(await seriousViolations(page), `accessibility of ${where}`).toEqual([]);
+}
