@@ -282,6 +282,7 @@ describe('the approval history (GET /queries)', () => {
     ['status=APPROVED,', 'query.status', 'status must be'],
     ['status=APPROVED%2C%20REJECTED', 'query.status', 'status must be'],
     [`status=${'PENDING,'.repeat(40)}PENDING`, 'query.status', ''],
+    ['status=APPROVED&status=REJECTED', 'query.status', '"status" is given 2 times: give it once'],
     ['page=0', 'query.page', ''],
     ['page=x', 'query.page', ''],
     ['pageSize=0', 'query.pageSize', ''],
