@@ -8,8 +8,8 @@ type Issue = { path: string; message: string; code: string };
 
 /**
  * Validates params, query and body with the route's zod schemas; 400 VALIDATION_ERROR names each bad field,
- * each query parameter given more than once, and each field the schema does not define (../strict.ts; a route without a query or body schema takes
- * no query parameters or body fields).
+ * each query parameter given more than once, and each field the schema does not define (../strict.ts; a
+ * route without a query or body schema takes no query parameters or body fields).
  */
 export function validate(): MiddlewareObj {
   return {
