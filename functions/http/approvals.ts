@@ -5,6 +5,7 @@ import {
   deleteRule,
   getRule,
   listPending,
+  listQueries,
   listRules,
   queryStatus,
   rejectQuery,
@@ -17,6 +18,7 @@ import { on } from '../../shared/http/route';
 export const handler = httpHandler([
   on(api.submitQuery, async ({ ctx, body }) => ({ status: 202, data: await submitQuery(ctx, body) })),
   on(api.listPendingQueries, async ({ ctx, query }) => listPending(ctx, query)),
+  on(api.listQueries, async ({ ctx, query }) => listQueries(ctx, query)),
   on(api.getQueryStatus, async ({ ctx, params }) => ({ data: await queryStatus(ctx, params.id) })),
   on(api.approveQuery, async ({ ctx, params, body }) => ({
     data: await approveQuery(ctx, params.id, body.note),

@@ -7,6 +7,9 @@ export const MAX_NOTE_CHARS = 2000;
 export const MAX_CONTEXT_CHARS = 2000;
 export const MAX_APPROVERS = 50;
 
+export const QUERY_STATUSES = ['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED'] as const;
+export type QueryStatus = (typeof QUERY_STATUSES)[number];
+
 const Id = z.string().check(z.minLength(1), z.maxLength(200));
 
 export const QuerySubmitRequest = z.object({
@@ -36,7 +39,7 @@ export const PendingQuery = once(() =>
     apiKeyId: z.nullable(z.string()),
     query: z.string(),
     context: z.nullable(z.string()),
-    status: z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED']),
+    status: z.enum(QUERY_STATUSES),
     statementKind: describe(z.enum(['read', 'write']), 'What the parser found at submission (extension)'),
     statementType: describe(z.string(), 'The statement kind, e.g. SELECT, UPDATE (extension)'),
     submittedBy: describe(z.string(), 'User id of the submitter (extension)'),
@@ -52,6 +55,31 @@ export const PendingQuery = once(() =>
     createdAt: z.string(),
   }),
 );
+/** A list item: the PendingQuery without `result` (GET /queries/{id}/status has it). */
+export const PendingQueryListItem = once(() => z.omit(PendingQuery(), { result: true }));
+
+const statusList = new RegExp(`^(${QUERY_STATUSES.join('|')})(,(${QUERY_STATUSES.join('|')}))*$`);
+export const QueryListQuery = z.extend(PageQuery, {
+  status: describe(
+    z.optional(
+      z.pipe(
+        z
+          .string()
+          .check(
+            z.maxLength(200),
+            z.regex(
+              statusList,
+              `status must be one or more of ${QUERY_STATUSES.join(', ')}, comma-separated`,
+            ),
+          ),
+        z.transform((v) => [...new Set(v.split(','))] as QueryStatus[]),
+      ),
+    ),
+    `Only queries with these statuses: one or more of ${QUERY_STATUSES.join(', ')}, comma-separated (e.g. APPROVED,REJECTED). EXPIRED includes a PENDING query past its expiresAt.`,
+  ),
+});
+export type QueryListQuery = z.output<typeof QueryListQuery>;
+
 export const ApprovalResult = once(() =>
   z.object({
     id: z.string(),
@@ -114,6 +142,16 @@ export const listPendingQueries = endpoint({
   response: () => z.array(PendingQuery()),
   paginated: true,
   errors: [403],
+});
+export const listQueries = endpoint({
+  method: 'GET',
+  path: '/queries',
+  tag,
+  scope: 'query',
+  summary: 'Submitted queries with their decisions, newest first (history; extension)',
+  query: QueryListQuery,
+  response: () => z.array(PendingQueryListItem()),
+  paginated: true,
 });
 export const getQueryStatus = endpoint({
   method: 'GET',
@@ -203,6 +241,7 @@ export const deleteRule = endpoint({
 export const approvalEndpoints = [
   submitQuery,
   listPendingQueries,
+  listQueries,
   getQueryStatus,
   approveQuery,
   rejectQuery,

@@ -26,7 +26,7 @@ import { outbox } from '../platform/events';
 import type { EventType } from '../platform/events/port';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
-import type { ApprovalRuleCreate, ApprovalRuleUpdate, QuerySubmitRequest } from './api';
+import type { ApprovalRuleCreate, ApprovalRuleUpdate, QueryListQuery, QuerySubmitRequest } from './api';
 import { type ApprovalRuleRecord, type PendingQueryRecord, pendingStore, ruleStore } from './store';
 
 /** How much of the statement an event carries. */
@@ -319,6 +319,33 @@ export async function listPending(ctx: AuthContext, q: PageQuery) {
     pending.map((p) => pendingView(p, now)),
     q,
   );
+}
+
+/**
+ * The history: the organization's submitted queries, every status, newest first, without `result`.
+ * Admins see all; anyone else their own submissions and the queries they may review under the active
+ * rules as they are now (each item is one GET /queries/{id}/status shows the caller too). Reads the
+ * organization's queries once per request (one Query on the base table, results left out), filters
+ * and pages in memory.
+ */
+export async function listQueries(ctx: AuthContext, q: QueryListQuery) {
+  const [all, active] = await Promise.all([
+    pendingStore.listAll(ctx.orgId),
+    isAdmin(ctx) ? [] : activeRules(ctx.orgId),
+  ]);
+  const now = Date.now();
+  const wanted = q.status && new Set(q.status);
+  const items = all
+    .filter(
+      (p) => isAdmin(ctx) || p.submittedBy === ctx.userId || mayReview(ctx, rulesFor(active, p.connectionId)),
+    )
+    .map((p) => {
+      const { result: _result, ...item } = pendingView(p, now);
+      return item;
+    })
+    .filter((p) => !wanted || wanted.has(p.status))
+    .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
+  return pageOf(items, q);
 }
 
 /** The query, if the caller may see it: its submitter, admins, its reviewers, members using its connection. */

@@ -50,6 +50,8 @@ export interface PendingQueryRecord {
  * - pending query `ORG#o / PQUERY#<id>`; while PENDING it carries gsi1 `ORG#o#QPENDING /
  *   <createdAt>#<id>` (a sparse index entry removed by the same conditional write that leaves PENDING),
  *   so the organization's pending list, oldest first, is one Query on gsi1.
+ *   Every query of the organization, any status, is one Query on the base table (`begins_with(sk,
+ *   'PQUERY#')`, the stored result left out): the history list reads them all once per request.
  * - expiry marker `ORG#o / PQEXP#<id>` with gsi1 `QEXPIRY / <expiresAt>#<orgId>#<id>`: the sweep's one
  *   Query across organizations (like the health-check index); removed once the sweep has handled it.
  */
@@ -112,6 +114,35 @@ const queryItem = (r: PendingQueryRecord) => {
   };
 };
 
+/** The stored attributes the history list reads (all but `resultJson`). */
+const LIST_FIELDS = [
+  'id',
+  'orgId',
+  'connectionId',
+  'connectionName',
+  'connectionType',
+  'apiKeyId',
+  'query',
+  'context',
+  'statementKind',
+  'statementType',
+  'status',
+  'submittedBy',
+  'reviewedBy',
+  'reviewNote',
+  'reviewedAt',
+  'execution',
+  'error',
+  'expiresAt',
+  'expiredAt',
+  'createdAt',
+  'updatedAt',
+] as const satisfies ReadonlyArray<keyof PendingQueryRecord | 'statementKind'>;
+/** A field added to the record without adding it above fails the type check here. */
+type Unlisted = Exclude<keyof PendingQueryRecord, (typeof LIST_FIELDS)[number] | 'kind' | 'resultJson'>;
+const listsEveryField: [Unlisted] extends [never] ? true : Unlisted = true;
+void listsEveryField;
+
 export const pendingStore = {
   async get(orgId: string, id: string): Promise<PendingQueryRecord | undefined> {
     const item = await db.get(pk(orgId), querySk(id));
@@ -142,6 +173,15 @@ export const pendingStore = {
   async listPending(orgId: string): Promise<PendingQueryRecord[]> {
     const items = await db.query({ pk: pendingIndex(orgId), index: 'gsi1' });
     return items.map(toQuery);
+  },
+
+  /**
+   * Every query of the organization, any status, in no particular order, without the stored result
+   * (`resultJson` is left out by the projection: up to 256 KiB each, and the list never shows it).
+   */
+  async listAll(orgId: string): Promise<PendingQueryRecord[]> {
+    const items = await db.query({ pk: pk(orgId), prefix: 'PQUERY#', fields: LIST_FIELDS });
+    return items.map((i) => ({ ...toQuery(i), resultJson: null }));
   },
 
   /**

@@ -218,6 +218,8 @@ export const OPERATION_DESCRIPTIONS: Record<string, string> = {
     "Runs the formula on the metric's connection: the value is the first column of the first row.",
   'POST /queries/submit':
     'Classifies the statement with the guard\'s parsers (one statement only). A read where every matching rule has scope `write` runs at once (`reviewedBy: "auto"`); otherwise it waits for review until it expires (24 h by default).',
+  'GET /queries':
+    'The approval history (an extension): every status, newest first by `createdAt`; `status` filters (comma-separated, e.g. `APPROVED,REJECTED`; a PENDING query past its `expiresAt` counts as EXPIRED). Items are PendingQuery objects without `result` (read it with GET /queries/{id}/status). Admins see every query of the organization; other users their own submissions and the queries they may review under the active rules.',
   'POST /queries/{id}/approve':
     "Only for a PENDING query that has not expired, and never by its submitter. The statement is classified again against the connection as it is now, then runs once: a write in one transaction committed only when it succeeded. The answer carries the stored result or the execution's error.",
   'POST /queries/{id}/reject': 'Only for a PENDING query that has not expired, and never by its submitter.',
@@ -285,6 +287,7 @@ export const RESOURCE_SCHEMAS: Record<string, string> = {
   'GET /metrics/{id}': 'Metric',
   'GET /metrics/{id}/value': 'MetricValue',
   'GET /queries/{id}/status': 'PendingQuery',
+  'GET /queries': 'PendingQueryListItem',
   'GET /approval-rules/{id}': 'ApprovalRule',
   'GET /workflows/{id}': 'Workflow',
   'GET /workflows/{id}/runs': 'WorkflowRun',

@@ -51,6 +51,19 @@ describe('unknown fields answer 400 naming them, on every endpoint', () => {
     );
   });
 
+  it('a query parameter given twice is 400 naming it, not its last value kept silently', async () => {
+    const res = await server.call('GET', '/connections?page=1&pageSize=5&page=2');
+    expect(res.status, res.text).toBe(400);
+    expect(issuesOf(res.body)).toEqual([
+      expect.objectContaining({
+        path: 'query.page',
+        code: 'repeated',
+        message: expect.stringContaining('2 times'),
+      }),
+    ]);
+    expect((await server.call('GET', '/connections?page=1&pageSize=5')).status).toBe(200);
+  });
+
   it('an endpoint without a body schema refuses body fields', async () => {
     const spec = allEndpoints.find((e) => e.method === 'POST' && !e.body && e.auth !== 'none');
     expect(spec).toBeDefined();

@@ -8,8 +8,8 @@ type Issue = { path: string; message: string; code: string };
 
 /**
  * Validates params, query and body with the route's zod schemas; 400 VALIDATION_ERROR names each bad field,
- * and each field the schema does not define (../strict.ts; a route without a query or body schema takes
- * no query parameters or body fields).
+ * each query parameter given more than once, and each field the schema does not define (../strict.ts; a
+ * route without a query or body schema takes no query parameters or body fields).
  */
 export function validate(): MiddlewareObj {
   return {
@@ -39,6 +39,14 @@ export function validate(): MiddlewareObj {
           issues.push({ path: [where, ...i.path.map(String)].join('.'), message: i.message, code: i.code });
         return undefined;
       };
+      // A repeated query parameter would silently keep its last value (as API Gateway does): refused.
+      for (const [k, vs] of Object.entries(req.event.multiValueQueryStringParameters ?? {}))
+        if ((vs?.length ?? 0) > 1)
+          issues.push({
+            path: `query.${k}`,
+            message: `"${k}" is given ${vs?.length} times: give it once (a list takes comma-separated values).`,
+            code: 'repeated',
+          });
       const params = check('params', spec.params, req.state.rawParams ?? {});
       const query = check('query', spec.query, req.event.queryStringParameters ?? {});
       let body: unknown;

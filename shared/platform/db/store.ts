@@ -241,10 +241,16 @@ export const db = {
     filter?: string;
     names?: Record<string, string>;
     values?: Record<string, unknown>;
+    /** Only these attributes of each item (a ProjectionExpression); the keys are always read. */
+    fields?: readonly string[];
   }): Promise<T[]> {
     const pkName = opts.index ? 'gsi1pk' : 'pk';
     const skName = opts.index ? 'gsi1sk' : 'sk';
     const names: Record<string, string> = { '#pk': pkName, ...(opts.names ?? {}) };
+    const fields = opts.fields && ['pk', 'sk', ...opts.fields];
+    fields?.forEach((f, i) => {
+      names[`#f${i}`] = f;
+    });
     const values: Record<string, unknown> = { ':pk': opts.pk, ...(opts.values ?? {}) };
     let cond = '#pk = :pk';
     if (opts.prefix !== undefined) {
@@ -265,6 +271,7 @@ export const db = {
         IndexName: opts.index,
         KeyConditionExpression: cond,
         FilterExpression: opts.filter,
+        ProjectionExpression: fields?.map((_, i) => `#f${i}`).join(', '),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ScanIndexForward: !opts.newestFirst,
