@@ -3,14 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { placeSqlite } from '../support/connections';
-import { expect, expectAccessible, test } from './fixtures';
+import { expect, expectAccessible, HOSTILE, test } from './fixtures';
 
 /**
  * The console's Chat page against the test model server: the answer is drawn while its SSE events arrive,
  * with its SQL and result table, and markup in the model's answer and in cell values stays text.
  */
-const HOSTILE = `<img src=x id=pwn-img onerror="document.title='pwned'"><script id="pwn-script">document.title='pwned'</script>`;
-
 test.use({ ai: true, demoData: false });
 
 let dir: string;

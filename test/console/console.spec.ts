@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Page } from '@playwright/test';
+import { readFileSync } from 'node:fs';
 import {
   createConnection,
   openTestDatabases,
   postgresConnection,
   type TestDatabases,
 } from '../support/connections';
-import { expect, expectAccessible, signIn, tabTo, test } from './fixtures';
+import { expect, expectAccessible, expectInert, go, HOSTILE, signIn, tabTo, test } from './fixtures';
 
 /**
  * The web console in Debian's chromium against the real local runtime (demo data on), with embedded
@@ -17,10 +17,6 @@ import { expect, expectAccessible, signIn, tabTo, test } from './fixtures';
  */
 const suffix = randomBytes(4).toString('hex');
 const T = `console_${suffix}`;
-/** Markup that would change the page if it were ever parsed as HTML (the CSP would also stop the script). */
-const IMG = `<img src=x id=pwn-img onerror="document.title='pwned'">`;
-const SCRIPT = `<script id="pwn-script">document.title='pwned'</script>`;
-const HOSTILE = `${IMG}${SCRIPT}`;
 /** A column name fits PostgreSQL's 63-byte identifiers. */
 const COL = '<img src=x id=pwn-img onerror=alert(1)>';
 
@@ -55,15 +51,6 @@ test.beforeAll(async ({ server: s, postgres }) => {
 test.afterAll(async () => {
   await dbs?.close(T);
 });
-
-const go = async (page: Page, link: string) => {
-  await page.getByRole('navigation').getByRole('link', { name: link, exact: true }).click();
-  await expect(page.getByRole('heading', { level: 1, name: link })).toBeVisible();
-};
-/** The markup was never turned into elements: no injected img or script in the document. */
-const expectInert = async (page: Page) => {
-  expect(await page.locator('#pwn-img, #pwn-script, img').count()).toBe(0);
-};
 
 test('serves the console with a strict CSP and answers the API 404 envelope elsewhere', async ({
   origin,
@@ -184,7 +171,7 @@ test('Approvals: approve with the keyboard applies the write; reject asks for a 
     expect(r.status, r.text).toBe(202);
     return r.body.data.id as string;
   };
-  await submit(`UPDATE ${T} SET label = 'approved' WHERE id = 2`);
+  const approved = await submit(`UPDATE ${T} SET label = 'approved' WHERE id = 2`);
   await go(page, 'Approvals');
   await expect(page.getByText(`why: ${HOSTILE}`)).toBeVisible();
   await expectInert(page);
@@ -192,15 +179,20 @@ test('Approvals: approve with the keyboard applies the write; reject asks for a 
   await tabTo(page, page.getByRole('button', { name: 'Approve' }));
   await page.keyboard.press('Enter');
   await expect(page.getByText('Nothing is waiting for approval.')).toBeVisible();
-  await expect(page.getByText('APPROVED', { exact: true })).toBeVisible();
+  const history = page.getByRole('region', { name: 'History' });
+  const approvedItem = history.getByRole('article', { name: `Query ${approved}` });
+  await expect(approvedItem.getByText('APPROVED', { exact: true })).toBeVisible();
+  await expect(approvedItem.getByText('1 rows affected')).toBeVisible();
   expect((await rows()).find((r) => r.id === 2)?.label).toBe('approved');
 
-  await submit(`DELETE FROM ${T} WHERE id = 1`);
+  const rejected = await submit(`DELETE FROM ${T} WHERE id = 1`);
   await page.reload();
   await page.getByRole('button', { name: 'Reject' }).click();
   await page.getByLabel('Reason').fill('not today');
   await page.getByLabel('Reason').press('Enter');
-  await expect(page.getByText('not today')).toBeVisible();
+  const rejectedItem = history.getByRole('article', { name: `Query ${rejected}` });
+  await expect(rejectedItem.getByText('REJECTED', { exact: true })).toBeVisible();
+  await expect(rejectedItem.getByText('not today')).toBeVisible();
   expect((await rows()).map((r) => r.id)).toEqual([1, 2]);
 });
 
@@ -468,4 +460,24 @@ test('Connections, Saved queries, Workflows, Settings and Chat: main paths', asy
   await expect(alert).toBeVisible();
   expect(await alert.textContent()).toMatch(/AI_NOT_CONFIGURED.*OPENAI_API_KEY/s);
   await expectAccessible(page, 'chat');
+});
+
+test('Query: the CSV download defuses spreadsheet formulas in cells and column names, and keeps numbers', async ({
+  adminPage: page,
+}) => {
+  await go(page, 'Query');
+  await page.getByLabel('Connection').selectOption({ label: 'Demo SaaS (SQLite) (SQLITE)' });
+  await page
+    .getByLabel('SQL')
+    .fill(
+      `SELECT '=HYPERLINK("http://x.example","y")' AS "=cmd", '-1+2' AS t, -3 AS n, '@SUM(A1)' AS a, '12.5' AS s`,
+    );
+  await page.getByRole('button', { name: 'Run' }).click();
+  await expect(page.getByRole('table', { name: 'Query result' })).toBeVisible();
+  const download = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download CSV' }).click();
+  const file = await (await download).path();
+  expect(readFileSync(file, 'utf8')).toBe(
+    `'=cmd,t,n,a,s\r\n"'=HYPERLINK(""http://x.example"",""y"")",'-1+2,-3,'@SUM(A1),12.5\r\n`,
+  );
 });

@@ -2,6 +2,7 @@ import { test as base, expect, type Page } from '@playwright/test';
 import { recordProblems, seriousViolations, signIn } from '../support/browser';
 import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
 import type { DbInfo } from '../support/global-setup';
+import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
 import { startTestServer, type TestServer } from '../support/server';
 import { POSTGRES_ENV } from './global-setup';
 
@@ -13,6 +14,8 @@ import { POSTGRES_ENV } from './global-setup';
  *   demo data (`test.use({ demoData: false })` turns it off) and an admin key (`server.adminKey`); its
  *   provider is the test model server `model` when the spec says `test.use({ ai: true })`, and no
  *   provider otherwise (Chat answers 503 AI_NOT_CONFIGURED).
+ * - `receiver` (per worker): a real HTTPS receiver on a loopback address (test/support/https-receiver.ts)
+ *   that the runtime may deliver to (its hostname is in the runtime's LOUPE_OUTBOUND_TEST_HOSTS).
  * - `postgres` (per worker): how to reach the run's embedded PostgreSQL (test/console/global-setup.ts).
  * - `origin`: the console's URL (`${origin}/#/dashboards/…`).
  * - `page`: a fresh browser context on the console's sign-in page. When the test ends it asserts that no
@@ -29,6 +32,7 @@ interface WorkerFixtures {
   ai: boolean;
   postgres: DbInfo;
   model: FakeOpenAI;
+  receiver: HttpsReceiver;
   server: TestServer;
   origin: string;
 }
@@ -61,10 +65,22 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
     },
     { scope: 'worker', ...SETUP },
   ],
+  receiver: [
+    // biome-ignore lint/correctness/noEmptyPattern: as above
+    async ({}, use) => {
+      const receiver = await startHttpsReceiver();
+      await use(receiver);
+      await receiver.close();
+    },
+    { scope: 'worker', ...SETUP },
+  ],
   server: [
-    async ({ demoData, ai, model }, use) => {
+    async ({ demoData, ai, model, receiver }, use) => {
       // Said either way: the runtime turns demo data on by default outside vitest.
-      const env: Record<string, string> = { LOUPE_DEMO_DATA: String(demoData) };
+      const env: Record<string, string> = {
+        LOUPE_DEMO_DATA: String(demoData),
+        LOUPE_OUTBOUND_TEST_HOSTS: receiver.testHostEntry,
+      };
       if (ai)
         Object.assign(env, {
           OPENAI_API_KEY: model.apiKey,
@@ -101,6 +117,20 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
 
 export { signIn, tabTo } from '../support/browser';
 export { expect };
+
+/** Markup that would change the page if it were ever parsed as HTML (the CSP would also stop the script). */
+export const HOSTILE = `<img src=x id=pwn-img onerror="document.title='pwned'"><script id="pwn-script">document.title='pwned'</script>`;
+
+/** Follows a navigation link and waits for the page's heading. */
+export async function go(page: Page, link: string): Promise<void> {
+  await page.getByRole('navigation').getByRole('link', { name: link, exact: true }).click();
+  await expect(page.getByRole('heading', { level: 1, name: link })).toBeVisible();
+}
+
+/** The markup was never turned into elements: no injected img or script in the document. */
+export async function expectInert(page: Page): Promise<void> {
+  expect(await page.locator('#pwn-img, #pwn-script, img').count()).toBe(0);
+}
 
 /** axe-core on the current page finds no serious or critical violation. */
 export async function expectAccessible(page: Page, where: string): Promise<void> {

@@ -50,6 +50,16 @@ export async function ok<T>(
   throw toApiError(r.response.status, r.error);
 }
 
+/** Like `ok`, for a paginated list: its items and the total the API counted. */
+export async function okPage<T>(
+  call: Promise<{ data?: Envelope<T[]>; error?: unknown; response: Response }>,
+): Promise<{ items: T[]; total: number }> {
+  const r = await call;
+  if (r.data !== undefined && r.response.ok)
+    return { items: r.data.data, total: r.data.meta?.pagination?.total ?? r.data.data.length };
+  throw toApiError(r.response.status, r.error);
+}
+
 export function toApiError(status: number, body: unknown): ApiError {
   const e = (body as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
   return new ApiError(

@@ -1,55 +1,80 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { ApiError, api, ok, okPage } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 
-interface Decision {
-  id: string;
-  query: string;
-  status: string;
-  note: string | null;
-  at: string;
-}
+type Outcome = (Result & { rowsAffected?: number }) | null | undefined;
+
+const FILTERS = [
+  { label: 'Decided', status: 'APPROVED,REJECTED,EXPIRED' },
+  { label: 'Approved', status: 'APPROVED' },
+  { label: 'Rejected', status: 'REJECTED' },
+  { label: 'Expired', status: 'EXPIRED' },
+  { label: 'Everything', status: '' },
+] as const;
+const PAGE_SIZE = 10;
 
 /**
  * Approvals: the pending list with SQL, context, submitter and expiry; Approve runs it, Reject asks for a
- * reason. The history lists the decisions made in this tab (the API lists pending queries only).
+ * reason. The history is the API's list of submitted queries (GET /queries), newest first, filtered by
+ * status and paged; an approved query's result is read on demand (GET /queries/{id}/status).
  */
 export function ApprovalsPage() {
   const pending = useLoad(() => ok(api.GET('/queries/pending', { params: { query: { pageSize: 100 } } })));
-  const [history, setHistory] = useState<
-    (Decision & { result?: (Result & { rowsAffected?: number }) | null })[]
-  >([]);
+  // Names of submitters and reviewers: admins may list members; anyone else sees user ids.
+  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
+  const names = new Map((members.data ?? []).map((m) => [m.id, m.name]));
+  const who = (id: string | null) =>
+    id === 'auto' ? 'automatic (approval rule)' : (names.get(id ?? '') ?? id);
+  const [filter, setFilter] = useState<string>(FILTERS[0].status);
+  const [page, setPage] = useState(1);
+  const history = useLoad(
+    () =>
+      okPage(
+        api.GET('/queries', {
+          params: { query: { page, pageSize: PAGE_SIZE, ...(filter ? { status: filter } : {}) } },
+        }),
+      ),
+    [filter, page],
+  );
+  /** Results of decisions made in this tab (from the approve answer), by query id. */
+  const [outcomes, setOutcomes] = useState<Record<string, Outcome>>({});
   const [error, setError] = useState<ApiError | null>(null);
   const [rejecting, setRejecting] = useState<string | null>(null);
   const [reason, setReason] = useState('');
 
-  const decide = async (id: string, query: string, approve: boolean) => {
+  const decide = async (id: string, approve: boolean) => {
     setError(null);
     try {
       const r = approve
         ? await ok(api.POST('/queries/{id}/approve', { params: { path: { id } }, body: {} }))
         : await ok(api.POST('/queries/{id}/reject', { params: { path: { id } }, body: { note: reason } }));
-      setHistory((h) => [
-        { id, query, status: r.status, note: r.reviewNote, at: new Date().toISOString(), result: r.result },
-        ...h,
-      ]);
+      setOutcomes((o) => ({ ...o, [id]: r.result as Outcome }));
       setRejecting(null);
       setReason('');
     } catch (err) {
       setError(err as ApiError);
     } finally {
       pending.reload();
+      history.reload();
     }
   };
+  const pages = Math.max(1, Math.ceil((history.data?.total ?? 0) / PAGE_SIZE));
 
   return (
     <>
       <h1>Approvals</h1>
-      <ErrorAlert error={pending.error} />
       <ErrorAlert error={error} />
       <h2>Pending</h2>
+      {pending.error instanceof ApiError && pending.error.status === 403 ? (
+        <p class="muted">
+          Reviewing is for admins and the approvers an approval rule names; your own submissions are in the
+          history below.
+        </p>
+      ) : (
+        <ErrorAlert error={pending.error} />
+      )}
       {pending.loading && !pending.data && <Loading what="pending queries" />}
       {pending.data?.length === 0 && <p class="muted">Nothing is waiting for approval.</p>}
       <ul class="cards">
@@ -67,7 +92,7 @@ export function ApprovalsPage() {
                   {p.statementKind} ({p.statementType})
                 </dd>
                 <dt>Submitted by</dt>
-                <dd>{p.submittedBy}</dd>
+                <dd>{who(p.submittedBy)}</dd>
                 <dt>Expires</dt>
                 <dd>{new Date(p.expiresAt).toLocaleString()}</dd>
                 {p.context && (
@@ -81,7 +106,7 @@ export function ApprovalsPage() {
                 <form
                   onSubmit={(e) => {
                     e.preventDefault();
-                    decide(p.id, p.query, false);
+                    decide(p.id, false);
                   }}
                   class="inline"
                 >
@@ -101,7 +126,7 @@ export function ApprovalsPage() {
                 </form>
               ) : (
                 <p>
-                  <button type="button" onClick={() => decide(p.id, p.query, true)}>
+                  <button type="button" onClick={() => decide(p.id, true)}>
                     Approve
                   </button>{' '}
                   <button type="button" class="secondary" onClick={() => setRejecting(p.id)}>
@@ -113,20 +138,123 @@ export function ApprovalsPage() {
           </li>
         ))}
       </ul>
-      <h2>History</h2>
-      {history.length === 0 && <p class="muted">No decisions in this session yet.</p>}
-      <ul class="cards">
-        {history.map((h) => (
-          <li key={h.id}>
-            <p>
-              <span class={`badge ${h.status.toLowerCase()}`}>{h.status}</span> <code>{h.query}</code>
-              {h.note && <span class="muted"> · {h.note}</span>}
-            </p>
-            {h.result && h.result.columns.length > 0 && <ResultTable result={h.result} />}
-            {h.result?.rowsAffected !== undefined && <p>{h.result.rowsAffected} rows affected</p>}
-          </li>
-        ))}
-      </ul>
+      <section aria-labelledby="approval-history-title">
+        <h2 id="approval-history-title">History</h2>
+        <div class="inline">
+          <div class="field">
+            <label for="history-filter">Show</label>
+            <select
+              id="history-filter"
+              value={filter}
+              onChange={(e) => {
+                setFilter(e.currentTarget.value);
+                setPage(1);
+              }}
+            >
+              {FILTERS.map((f) => (
+                <option key={f.label} value={f.status}>
+                  {f.label}
+                </option>
+              ))}
+            </select>
+          </div>
+        </div>
+        <ErrorAlert error={history.error} />
+        {history.loading && !history.data && <Loading what="the history" />}
+        {history.data?.items.length === 0 && <p class="muted">No queries to show.</p>}
+        <ul class="cards">
+          {(history.data?.items ?? []).map((h) => (
+            <li key={h.id}>
+              <article aria-label={`Query ${h.id}`}>
+                <p>
+                  <span class={`badge ${h.status.toLowerCase()}`}>{h.status}</span> <code>{h.query}</code>
+                </p>
+                <dl class="facts">
+                  <dt>Connection</dt>
+                  <dd>{h.connectionName ?? h.connectionId}</dd>
+                  <dt>Submitted</dt>
+                  <dd>
+                    {who(h.submittedBy)}, {new Date(h.createdAt).toLocaleString()}
+                  </dd>
+                  {h.reviewedBy && (
+                    <>
+                      <dt>Decided</dt>
+                      <dd>
+                        {who(h.reviewedBy)}
+                        {h.reviewedAt ? `, ${new Date(h.reviewedAt).toLocaleString()}` : ''}
+                      </dd>
+                    </>
+                  )}
+                  {h.reviewNote && (
+                    <>
+                      <dt>Note</dt>
+                      <dd>{h.reviewNote}</dd>
+                    </>
+                  )}
+                  {h.error && (
+                    <>
+                      <dt>Error</dt>
+                      <dd>
+                        {h.error.code}: {h.error.message}
+                      </dd>
+                    </>
+                  )}
+                </dl>
+                {h.status === 'APPROVED' && !h.error && <ApprovedResult id={h.id} known={outcomes[h.id]} />}
+              </article>
+            </li>
+          ))}
+        </ul>
+        {pages > 1 && (
+          <nav aria-label="History pages" class="inline">
+            <button type="button" class="secondary" disabled={page <= 1} onClick={() => setPage(page - 1)}>
+              Newer
+            </button>
+            <span>
+              Page {page} of {pages}
+            </span>
+            <button
+              type="button"
+              class="secondary"
+              disabled={page >= pages}
+              onClick={() => setPage(page + 1)}
+            >
+              Older
+            </button>
+          </nav>
+        )}
+      </section>
+    </>
+  );
+}
+
+/** An approved query's result: known from this tab's approval, or read when asked for. */
+function ApprovedResult({ id, known }: { id: string; known: Outcome }) {
+  const [loaded, setLoaded] = useState<Outcome>(known);
+  const [error, setError] = useState<ApiError | null>(null);
+  const show = async () => {
+    setError(null);
+    try {
+      const s = await ok(api.GET('/queries/{id}/status', { params: { path: { id } } }));
+      setLoaded((s.result ?? null) as Outcome);
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  if (loaded === undefined)
+    return (
+      <>
+        <button type="button" class="link" onClick={show} aria-label={`Show the result of query ${id}`}>
+          Show result
+        </button>
+        <ErrorAlert error={error} />
+      </>
+    );
+  if (!loaded) return <p class="muted">No result was stored.</p>;
+  return (
+    <>
+      {loaded.columns?.length > 0 && <ResultTable result={loaded} />}
+      {loaded.rowsAffected !== undefined && <p>{loaded.rowsAffected} rows affected</p>}
     </>
   );
 }

@@ -1,0 +1,67 @@
+import { expect, expectAccessible, expectInert, go, HOSTILE, test } from './fixtures';
+
+/**
+ * Publishing a workflow in Debian's chromium: the API's warnings are shown as they came and nothing is
+ * published until they are acknowledged; later draft changes are published as a new version; deactivate.
+ * Every state is read back through the API.
+ */
+test('Workflows: publish shows the warnings, publishes only after "Publish anyway", republishes changes, deactivates', async ({
+  adminPage: page,
+  server: s,
+}) => {
+  const demo = ((await s.call('GET', '/connections')).body.data as { id: string; name: string }[]).find(
+    (c) => c.name === 'Demo SaaS (SQLite)',
+  )!;
+  const created = await s.call('POST', '/workflows', {
+    body: {
+      name: 'Account list',
+      triggerType: 'MANUAL',
+      connectionId: demo.id,
+      steps: [{ name: `Accounts ${HOSTILE}`, query: 'SELECT id, name FROM accounts' }],
+    },
+  });
+  expect(created.status, created.text).toBe(201);
+  const id = created.body.data.id as string;
+  const read = async () => (await s.call('GET', `/workflows/${id}`)).body.data;
+  // The warnings the API gives for this draft (a refused publish writes nothing).
+  const refused = await s.call('PATCH', `/workflows/${id}`, { body: { isActive: true } });
+  expect(refused.status).toBe(422);
+  const warnings = refused.body.error.details.warnings as string[];
+  expect(warnings.length).toBeGreaterThanOrEqual(2);
+  expect(await read()).toMatchObject({ isActive: false, publishedVersion: null });
+
+  await go(page, 'Workflows');
+  await page.getByRole('link', { name: 'Account list' }).click();
+  await page.getByRole('button', { name: 'Publish', exact: true }).click();
+  const shown = page.getByRole('region', { name: 'Publish warnings' });
+  await expect(shown.getByRole('listitem')).toHaveText(warnings);
+  expect(await read()).toMatchObject({ isActive: false, publishedVersion: null });
+  await expectInert(page);
+  await expectAccessible(page, 'workflow publish warnings');
+
+  await shown.getByRole('button', { name: 'Publish anyway' }).click();
+  await expect(page.getByRole('status').getByText('Published version 1.')).toBeVisible();
+  await expect(shown).toHaveCount(0);
+  expect(await read()).toMatchObject({ isActive: true, publishedVersion: 1, hasUnpublishedChanges: false });
+  await expect(
+    page.getByRole('row', { name: /Account list/ }).getByRole('cell', { name: 'active', exact: true }),
+  ).toBeVisible();
+
+  // A draft change (through the API) is published as version 2 after the warnings again.
+  const w = await read();
+  const changed = await s.call('PATCH', `/workflows/${id}`, {
+    body: { description: 'changed', expectedDraftRevision: w.draftRevision },
+  });
+  expect(changed.status, changed.text).toBe(200);
+  await page.reload();
+  await page.getByRole('button', { name: 'Publish changes' }).click();
+  await expect(shown.getByRole('listitem')).toHaveText(warnings);
+  await shown.getByRole('button', { name: 'Publish anyway' }).click();
+  await expect(page.getByRole('status').getByText('Published version 2.')).toBeVisible();
+  expect(await read()).toMatchObject({ isActive: true, publishedVersion: 2, hasUnpublishedChanges: false });
+  expect(await page.getByRole('button', { name: 'Publish changes' }).count()).toBe(0);
+
+  await page.getByRole('button', { name: 'Deactivate' }).click();
+  await expect(page.getByRole('button', { name: 'Publish', exact: true })).toBeVisible();
+  expect(await read()).toMatchObject({ isActive: false });
+});
