@@ -462,7 +462,7 @@ test('Connections, Saved queries, Workflows, Settings and Chat: main paths', asy
   await expectAccessible(page, 'chat');
 });
 
-test('Query: the CSV download defuses spreadsheet formulas in cells and column names, and keeps numbers', async ({
+test('Query: the CSV download defuses spreadsheet formulas in cells and column names and keeps numbers; a truncated answer says so', async ({
   adminPage: page,
 }) => {
   await go(page, 'Query');
@@ -480,4 +480,12 @@ test('Query: the CSV download defuses spreadsheet formulas in cells and column n
   expect(readFileSync(file, 'utf8')).toBe(
     `'=cmd,t,n,a,s\r\n"'=HYPERLINK(""http://x.example"",""y"")",'-1+2,-3,'@SUM(A1),12.5\r\n`,
   );
+
+  // Past the 1,000-row default the answer is truncated, and the page says so.
+  await page
+    .getByLabel('SQL')
+    .fill('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT i FROM n');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await expect(page.getByText('Truncated: only the first 1000 rows are shown.')).toBeVisible();
+  await expect(page.getByRole('table', { name: 'Query result' }).getByRole('row')).toHaveCount(1001);
 });

@@ -65,3 +65,72 @@ test('Workflows: publish shows the warnings, publishes only after "Publish anywa
   await expect(page.getByRole('button', { name: 'Publish', exact: true })).toBeVisible();
   expect(await read()).toMatchObject({ isActive: false });
 });
+
+test('Workflows: "Run now" runs the draft and shows the run with its step results and the webhook action delivered to the receiver', async ({
+  adminPage: page,
+  server: s,
+  receiver,
+}) => {
+  const path = `/wf/${Date.now().toString(36)}`;
+  const demo = ((await s.call('GET', '/connections')).body.data as { id: string; name: string }[]).find(
+    (c) => c.name === 'Demo SaaS (SQLite)',
+  )!;
+  const created = await s.call('POST', '/workflows', {
+    body: {
+      name: 'Plan count to a webhook',
+      triggerType: 'MANUAL',
+      connectionId: demo.id,
+      steps: [{ name: 'plans', query: 'SELECT count(*) AS plan_count FROM plans LIMIT 1' }],
+      actions: [
+        {
+          type: 'WEBHOOK',
+          order: 0,
+          config: {
+            version: 2,
+            url: `${receiver.url}${path}`,
+            method: 'POST',
+            bodyMode: 'JSON',
+            bodyTemplate: '{"rows": {{query_1.rows}}}',
+            retry: { maxAttempts: 1, baseDelayMs: 100 },
+          },
+        },
+      ],
+    },
+  });
+  expect(created.status, created.text).toBe(201);
+  const id = created.body.data.id as string;
+  const plans = (
+    await s.call('POST', `/connections/${demo.id}/query`, {
+      body: { sql: 'SELECT count(*) AS plan_count FROM plans' },
+    })
+  ).body.data.rows[0].plan_count;
+
+  await go(page, 'Workflows');
+  await page.getByRole('link', { name: 'Plan count to a webhook' }).click();
+  await page.getByRole('button', { name: 'Run now' }).click();
+  const run = page.getByRole('list', { name: 'Runs' }).getByRole('listitem').first();
+  await expect(run.getByText('SUCCESS', { exact: true }).first()).toBeVisible();
+  await run.locator('summary', { hasText: 'Step results' }).click();
+  const stepRows = run.getByRole('table', { name: 'Rows of step 1' });
+  await expect(stepRows.getByRole('columnheader')).toHaveText(['plan_count']);
+  await expect(stepRows.getByRole('cell')).toHaveText([String(plans)]);
+  await run.locator('summary', { hasText: 'Action results' }).click();
+  const delivery = run.getByRole('table', { name: 'Action results' }).getByRole('row').nth(1);
+  await expect(delivery.getByRole('cell')).toHaveText([
+    '1. WEBHOOK',
+    'delivered',
+    `${receiver.url}${path}`,
+    '200',
+    '1',
+    '',
+  ]);
+  await expectAccessible(page, 'workflow run');
+
+  // What the receiver got, and the stored run, agree with the page.
+  const got = receiver.requests.filter((r) => r.url === path);
+  expect(got).toHaveLength(1);
+  expect(JSON.parse(got[0].body)).toEqual({ rows: [{ plan_count: plans }] });
+  const runs = (await s.call('GET', `/workflows/${id}/runs`)).body.data;
+  expect(runs).toHaveLength(1);
+  expect(runs[0].status).toBe('SUCCESS');
+});

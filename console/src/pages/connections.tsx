@@ -22,6 +22,7 @@ export function ConnectionsPage({ id }: { id?: string }) {
                 <th scope="col">Name</th>
                 <th scope="col">Type</th>
                 <th scope="col">Status</th>
+                <th scope="col">Health</th>
                 <th scope="col">Last test</th>
               </tr>
             </thead>
@@ -33,9 +34,20 @@ export function ConnectionsPage({ id }: { id?: string }) {
                   </td>
                   <td>{c.type}</td>
                   <td>
-                    <span class={`badge ${c.lastError ? 'failed' : c.isActive ? 'success' : 'muted'}`}>
-                      {!c.isActive ? 'inactive' : c.lastError ? 'failing' : 'active'}
+                    <span class={`badge ${c.isActive ? 'success' : 'muted'}`}>
+                      {c.isActive ? 'active' : 'inactive'}
                     </span>
+                  </td>
+                  <td>
+                    {c.lastError ? (
+                      <span class="badge failed">
+                        failing: {c.lastErrorDiagnosis?.title ?? 'last attempt failed'}
+                      </span>
+                    ) : c.lastTestedAt ? (
+                      'healthy'
+                    ) : (
+                      <span class="muted">not tested yet</span>
+                    )}
                   </td>
                   <td>{c.lastTestedAt ? new Date(c.lastTestedAt).toLocaleString() : 'never'}</td>
                 </tr>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { ResultTable } from '../components/result-table';
 import { href } from '../router';
 
 /** Workflows: the list, one workflow's runs with step and action results, a manual run and publishing. */
@@ -146,9 +147,9 @@ function WorkflowDetail({
           </button>
         </section>
       )}
-      <h3>Runs</h3>
+      <h3 id="wf-runs">Runs</h3>
       {runs.data?.length === 0 && <p class="muted">No runs yet.</p>}
-      <ul class="cards">
+      <ul class="cards" aria-labelledby="wf-runs">
         {(runs.data ?? []).map((r) => (
           <li key={r.id}>
             <p>
@@ -160,13 +161,13 @@ function WorkflowDetail({
             {r.stepResults && (
               <details>
                 <summary>Step results</summary>
-                <pre>{pretty(r.stepResults)}</pre>
+                <StepResults json={r.stepResults} />
               </details>
             )}
             {r.actionResults && (
               <details>
                 <summary>Action results</summary>
-                <pre>{pretty(r.actionResults)}</pre>
+                <ActionResults json={r.actionResults} />
               </details>
             )}
           </li>
@@ -176,10 +177,106 @@ function WorkflowDetail({
   );
 }
 
-function pretty(json: string): string {
+type StepResult = {
+  name?: string;
+  order: number;
+  status: string;
+  rowCount?: number;
+  executionTimeMs?: number;
+  truncated?: boolean;
+  error?: string | null;
+  columns?: string[];
+  rows?: Record<string, unknown>[];
+};
+type ActionResult = {
+  order: number;
+  type: string;
+  success: boolean;
+  attempts?: number;
+  error?: string | null;
+  summary?: { url?: string; statusCode?: number; recipients?: number };
+};
+
+/** A run's JSON text, parsed; anything unreadable is shown as it came. */
+function parse<T>(json: string): T[] | null {
   try {
-    return JSON.stringify(JSON.parse(json), null, 2);
+    const v = JSON.parse(json);
+    return Array.isArray(v) ? (v as T[]) : null;
   } catch {
-    return json;
+    return null;
   }
+}
+
+/** Each step's outcome and the rows the run kept (as a table, values as text). */
+function StepResults({ json }: { json: string }) {
+  const steps = parse<StepResult>(json);
+  if (!steps) return <pre>{json}</pre>;
+  return (
+    <>
+      {steps.map((st) => (
+        <div key={st.order} class="step-result">
+          <p>
+            <span class={`badge ${st.status.toLowerCase()}`}>{st.status}</span> Step {st.order + 1}
+            {st.name ? `: ${st.name}` : ''}
+            {st.rowCount !== undefined ? ` · ${st.rowCount} rows` : ''}
+            {st.executionTimeMs !== undefined ? ` · ${st.executionTimeMs} ms` : ''}
+          </p>
+          {st.error && <p class="alert">{st.error}</p>}
+          {st.columns && st.rows && (
+            <ResultTable
+              result={{
+                columns: st.columns,
+                rows: st.rows,
+                rowCount: st.rowCount ?? st.rows.length,
+                truncated: st.truncated,
+              }}
+              caption={`Rows of step ${st.order + 1}`}
+            />
+          )}
+        </div>
+      ))}
+    </>
+  );
+}
+
+/** Each action's delivery: where it went, the answer's status code, attempts and the error. */
+function ActionResults({ json }: { json: string }) {
+  const actions = parse<ActionResult>(json);
+  if (!actions) return <pre>{json}</pre>;
+  return (
+    <table>
+      <caption class="sr-only">Action results</caption>
+      <thead>
+        <tr>
+          <th scope="col">Action</th>
+          <th scope="col">Outcome</th>
+          <th scope="col">Destination</th>
+          <th scope="col">HTTP status</th>
+          <th scope="col">Attempts</th>
+          <th scope="col">Error</th>
+        </tr>
+      </thead>
+      <tbody>
+        {actions.map((a) => (
+          <tr key={a.order}>
+            <td>
+              {a.order + 1}. {a.type}
+            </td>
+            <td>
+              <span class={`badge ${a.success ? 'success' : 'failed'}`}>
+                {a.success ? 'delivered' : 'failed'}
+              </span>
+            </td>
+            <td>
+              {a.summary?.url ??
+                (a.summary?.recipients !== undefined ? `${a.summary.recipients} recipients` : '')}
+            </td>
+            <td>{a.summary?.statusCode ?? ''}</td>
+            <td>{a.attempts ?? ''}</td>
+            <td>{a.error ?? ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
 }
