@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { startLocal } from '../infra/local/app';
 import { generateKey } from '../shared/auth/key-material';
 import { launchBrowser, signIn } from '../test/support/browser';
@@ -15,9 +16,90 @@ const app = await startLocal({
   port: 0,
   dataDir,
   instances: 0,
-  env: { LOUPE_ADMIN_KEY: key, LOUPE_DEMO_DATA: 'true', LOUPE_LOG_LEVEL: 'SILENT' },
+  env: {
+    LOUPE_ADMIN_KEY: key,
+    LOUPE_DEMO_DATA: 'true',
+    LOUPE_LOG_LEVEL: 'SILENT',
+    LOUPE_DEV_ALLOW_LOOPBACK_HTTP: 'true',
+  },
   log: () => {},
 });
+/** The API as `as` (default: the admin), answering the envelope's data. */
+async function call(method: string, path: string, body?: unknown, as = key): Promise<any> {
+  const res = await fetch(`${app.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as { data?: unknown; error?: { message: string } };
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${json.error?.message}`);
+  return json.data;
+}
+
+// Something to show on Approvals, Workflows and Settings: a writable SQLite file, an analyst who submits
+// writes (one approved, one waiting), a workflow that ran once, an event webhook.
+const sqliteDir = join(dataDir, 'sqlite', app.orgId);
+mkdirSync(sqliteDir, { recursive: true });
+const shop = new DatabaseSync(join(sqliteDir, 'shop.sqlite'));
+shop.exec(
+  "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT, price_cents INTEGER); INSERT INTO products VALUES (1, 'Lamp', 2900), (2, 'Desk', 18900)",
+);
+shop.close();
+const shopConn = await call('POST', '/connections', {
+  name: 'Shop (SQLite)',
+  type: 'SQLITE',
+  database: 'shop.sqlite',
+  readOnly: false,
+});
+const analyst = await call('POST', '/members', {
+  email: 'priya@example.com',
+  name: 'Priya (analyst)',
+  role: 'member',
+  connectionIds: [shopConn.id],
+});
+const analystKey = (await call('POST', `/members/${analyst.id}/keys`, { name: 'laptop' })).key;
+const submitted = await call(
+  'POST',
+  '/queries/submit',
+  {
+    connectionId: shopConn.id,
+    query: 'UPDATE products SET price_cents = 3200 WHERE id = 1',
+    context: 'New lamp price from March',
+  },
+  analystKey,
+);
+await call('POST', `/queries/${submitted.id}/approve`, { note: 'Matches the price list' });
+await call(
+  'POST',
+  '/queries/submit',
+  {
+    connectionId: shopConn.id,
+    query: "INSERT INTO products VALUES (3, 'Chair', 7900)",
+    context: 'Chair launches next week',
+  },
+  analystKey,
+);
+const demoConn = ((await call('GET', '/connections')) as { id: string; name: string }[]).find(
+  (c) => c.name === 'Demo SaaS (SQLite)',
+)!;
+const workflow = await call('POST', '/workflows', {
+  name: 'Weekly plan mix',
+  triggerType: 'MANUAL',
+  connectionId: demoConn.id,
+  steps: [
+    {
+      name: 'accounts by plan',
+      query:
+        'SELECT p.name AS plan, COUNT(*) AS accounts FROM accounts a JOIN plans p ON p.id = a.plan_id GROUP BY p.name ORDER BY accounts DESC LIMIT 10',
+    },
+  ],
+});
+await call('POST', `/workflows/${workflow.id}/run`);
+await call('POST', '/webhooks', {
+  url: 'http://localhost:8080/loupe-events',
+  events: ['query.approval.requested', 'query.approved'],
+});
+
 const out = join(import.meta.dirname, '..', 'docs', 'images');
 mkdirSync(out, { recursive: true });
 const browser = await launchBrowser();
@@ -52,6 +134,22 @@ try {
   await page.getByLabel('Search tables and columns').fill('subscriptions');
   await page.getByText('mrr_cents').first().waitFor();
   await page.screenshot({ path: join(out, 'console-connections.png') });
+
+  await nav('Approvals');
+  await page.getByRole('button', { name: 'Approve' }).waitFor();
+  await page.getByRole('region', { name: 'History' }).getByRole('article').first().waitFor();
+  await page.screenshot({ path: join(out, 'console-approvals.png'), fullPage: true });
+
+  await nav('Workflows');
+  await page.getByRole('link', { name: 'Weekly plan mix' }).click();
+  const run = page.getByRole('list', { name: 'Runs' }).getByRole('listitem').first();
+  await run.locator('summary', { hasText: 'Step results' }).click();
+  await run.getByRole('table').first().waitFor();
+  await page.screenshot({ path: join(out, 'console-workflows.png'), fullPage: true });
+
+  await nav('Settings');
+  await page.getByRole('cell', { name: 'Priya (analyst)', exact: true }).waitFor();
+  await page.screenshot({ path: join(out, 'console-settings.png'), fullPage: true });
 } finally {
   await browser.close();
   await app.stop();

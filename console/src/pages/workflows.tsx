@@ -211,6 +211,7 @@ function parse<T>(json: string): T[] | null {
 function StepResults({ json }: { json: string }) {
   const steps = parse<StepResult>(json);
   if (!steps) return <pre>{json}</pre>;
+  if (steps.length === 0) return <p class="muted">No steps ran.</p>;
   return (
     <>
       {steps.map((st) => (
@@ -243,6 +244,7 @@ function StepResults({ json }: { json: string }) {
 function ActionResults({ json }: { json: string }) {
   const actions = parse<ActionResult>(json);
   if (!actions) return <pre>{json}</pre>;
+  if (actions.length === 0) return <p class="muted">No actions ran.</p>;
   return (
     <table>
       <caption class="sr-only">Action results</caption>
