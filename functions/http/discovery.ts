@@ -14,6 +14,8 @@ export const handler = httpHandler([
       scopes: ctx.scopes,
       openapi: `${baseUrl}/openapi.json`,
       resourceMetadata: resourceMetadataUrl(baseUrl),
+      userId: ctx.userId,
+      role: ctx.role,
     },
   })),
   on(api.getOpenApi, async ({ baseUrl }) => {

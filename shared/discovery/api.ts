@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { endpoint } from '../http/endpoint';
+import { describe } from '../http/schemas';
 
 export const getContext = endpoint({
   method: 'GET',
@@ -13,6 +14,14 @@ export const getContext = endpoint({
       scopes: z.array(z.string()),
       openapi: z.string(),
       resourceMetadata: z.string(),
+      userId: describe(
+        z.string(),
+        'Extension: the user the key belongs to (the id submittedBy and reviewedBy carry)',
+      ),
+      role: describe(
+        z.enum(['admin', 'member']),
+        'Extension: the key’s user’s role; admin-only operations answer 403 for a member',
+      ),
     }),
 });
 export const getOpenApi = endpoint({
