@@ -3,6 +3,8 @@ import { ApiError, api, ok, okPage } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
+import { useSubmit } from '../components/use-submit';
+import { useMe } from '../me';
 
 type Outcome = (Result & { rowsAffected?: number }) | null | undefined;
 
@@ -44,7 +46,9 @@ export function ApprovalsPage() {
   const [rejecting, setRejecting] = useState<string | null>(null);
   const [reason, setReason] = useState('');
 
-  const decide = async (id: string, approve: boolean) => {
+  const me = useMe();
+  // One decision at a time: a double click sends one approve call.
+  const deciding = useSubmit(async (id: string, approve: boolean) => {
     setError(null);
     try {
       const r = approve
@@ -59,7 +63,8 @@ export function ApprovalsPage() {
       pending.reload();
       history.reload();
     }
-  };
+  });
+  const decide = (id: string, approve: boolean) => deciding.run(id, approve);
   const pages = Math.max(1, Math.ceil((history.data?.total ?? 0) / PAGE_SIZE));
 
   return (
@@ -102,7 +107,11 @@ export function ApprovalsPage() {
                   </>
                 )}
               </dl>
-              {rejecting === p.id ? (
+              {me && p.submittedBy === me.userId ? (
+                <p class="muted">
+                  Your submission: it waits for another reviewer (nobody approves or rejects their own).
+                </p>
+              ) : rejecting === p.id ? (
                 <form
                   onSubmit={(e) => {
                     e.preventDefault();
@@ -119,14 +128,16 @@ export function ApprovalsPage() {
                       onInput={(e) => setReason(e.currentTarget.value)}
                     />
                   </div>
-                  <button type="submit">Reject</button>{' '}
+                  <button type="submit" disabled={deciding.busy}>
+                    Reject
+                  </button>{' '}
                   <button type="button" class="secondary" onClick={() => setRejecting(null)}>
                     Cancel
                   </button>
                 </form>
               ) : (
                 <p>
-                  <button type="button" onClick={() => decide(p.id, true)}>
+                  <button type="button" onClick={() => decide(p.id, true)} disabled={deciding.busy}>
                     Approve
                   </button>{' '}
                   <button type="button" class="secondary" onClick={() => setRejecting(p.id)}>

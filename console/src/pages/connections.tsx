@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { ApiError, api, ok } from '../api/client';
 import { type Connection, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
 
 /** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
@@ -82,11 +83,26 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
       ),
     [c.id],
   );
+  const [refreshError, setRefreshError] = useState<ApiError | null>(null);
+  // Reads the live database's schema again (POST …/schema) and shows the new cached copy.
+  const refreshing = useSubmit(async () => {
+    setRefreshError(null);
+    try {
+      await ok(api.POST('/connections/{id}/schema', { params: { path: { id: c.id } } }));
+      schema.reload();
+    } catch (e) {
+      setRefreshError(e as ApiError);
+    } finally {
+      onChanged();
+    }
+  });
   const runTest = async () => {
     setTesting(true);
     setTestError(null);
     try {
       setTest(await ok(api.POST('/connections/{id}/test', { params: { path: { id: c.id } } })));
+      // A first successful test also reads the schema: show it.
+      schema.reload();
     } catch (e) {
       setTestError(e as ApiError);
     } finally {
@@ -138,7 +154,24 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
       )}
       <ConnectionForm existing={c} onSaved={onChanged} />
       <h3>Schema</h3>
-      <ErrorAlert error={schema.error} />
+      <p>
+        <span class="muted">
+          {c.schemaUpdatedAt
+            ? `Read from the database ${new Date(c.schemaUpdatedAt).toLocaleString()}.`
+            : 'Not read from the database yet.'}
+        </span>{' '}
+        <button type="button" class="secondary" onClick={() => refreshing.run()} disabled={refreshing.busy}>
+          Refresh schema
+        </button>
+      </p>
+      <ErrorAlert error={refreshError} />
+      {schema.error instanceof ApiError && schema.error.status === 404 ? (
+        <p class="muted">
+          The schema has not been read yet: “Test connection” or “Refresh schema” reads it from the database.
+        </p>
+      ) : (
+        <ErrorAlert error={schema.error} />
+      )}
       <div class="field">
         <label for="schema-search">Search tables and columns</label>
         <input
@@ -226,13 +259,17 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
   const prefix = existing ? 'edit' : 'new';
   const set = (k: keyof typeof form) => (e: Event) =>
     setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  const saving = useSubmit(async () => {
     setError(null);
     setSaved(false);
+    if (form.port.trim() && !/^\d{1,5}$/.test(form.port.trim())) {
+      const message = 'Port must be a whole number from 1 to 65535 (or empty for the default).';
+      setError(new ApiError(400, 'VALIDATION_ERROR', message, { issues: [{ path: 'body.port', message }] }));
+      return;
+    }
     const body = {
       ...form,
-      port: form.port ? Number(form.port) : undefined,
+      port: form.port.trim() ? Number(form.port.trim()) : undefined,
       password: form.password || undefined,
     };
     try {
@@ -244,6 +281,10 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
     } catch (err) {
       setError(err as ApiError);
     }
+  });
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void saving.run();
   };
   const field = (k: 'name' | 'host' | 'port' | 'database' | 'username' | 'password', label: string) => (
     <div class="field">
@@ -292,7 +333,9 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
         </label>
         <ErrorAlert error={error} />
         {saved && <p role="status">Saved.</p>}
-        <button type="submit">{existing ? 'Save connection' : 'Create connection'}</button>
+        <button type="submit" disabled={saving.busy}>
+          {existing ? 'Save connection' : 'Create connection'}
+        </button>
       </form>
     </details>
   );

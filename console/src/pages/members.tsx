@@ -4,6 +4,7 @@ import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
+import { useSubmit } from '../components/use-submit';
 
 type Member = { id: string; email: string; name: string; role: 'admin' | 'member'; connectionIds: string[] };
 type ConnectionName = { id: string; name: string };
@@ -24,7 +25,7 @@ export function Members() {
   const conns = (connections.data ?? []) as ConnectionName[];
   const byId = new Map(conns.map((c) => [c.id, c.name]));
   const find = (id: string | null) => list.find((m) => m.id === id);
-  const remove = async (id: string) => {
+  const removal = useSubmit(async (id: string) => {
     setError(null);
     try {
       await ok(api.DELETE('/members/{id}', { params: { path: { id } } }));
@@ -35,7 +36,8 @@ export function Members() {
       setError(err as ApiError);
       setRemoving(null);
     }
-  };
+  });
+  const remove = (id: string) => removal.run(id);
   const edited = find(editing);
   const keyMember = find(keyFor);
   const removed = find(removing);
@@ -143,8 +145,7 @@ function MemberForm({
   const [saved, setSaved] = useState(false);
   const errors = fieldErrors(error);
   const prefix = existing ? `member-${existing.id}` : 'member-new';
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  const saving = useSubmit(async () => {
     setError(null);
     setSaved(false);
     const { name, role, connectionIds } = form;
@@ -163,6 +164,10 @@ function MemberForm({
     } catch (err) {
       setError(err as ApiError);
     }
+  });
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void saving.run();
   };
   const toggle = (id: string, on: boolean) =>
     setForm({
@@ -225,7 +230,9 @@ function MemberForm({
       <ErrorAlert error={error} />
       {saved && <p role="status">Saved.</p>}
       <p>
-        <button type="submit">{existing ? 'Save member' : 'Add member'}</button>{' '}
+        <button type="submit" disabled={saving.busy}>
+          {existing ? 'Save member' : 'Add member'}
+        </button>{' '}
         {onCancel && (
           <button type="button" class="secondary" onClick={onCancel}>
             Cancel
@@ -241,8 +248,7 @@ function MemberKey({ member, onClose }: { member: Member; onClose: () => void })
   const [name, setName] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  const creating = useSubmit(async () => {
     setError(null);
     try {
       const k = await ok(
@@ -253,6 +259,10 @@ function MemberKey({ member, onClose }: { member: Member; onClose: () => void })
     } catch (err) {
       setError(err as ApiError);
     }
+  });
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void creating.run();
   };
   const id = `member-key-${member.id}`;
   return (
@@ -261,7 +271,9 @@ function MemberKey({ member, onClose }: { member: Member; onClose: () => void })
         <label for={id}>Key name for {member.name}</label>
         <input id={id} value={name} required onInput={(e) => setName(e.currentTarget.value)} />
       </div>
-      <button type="submit">Create member key</button>{' '}
+      <button type="submit" disabled={creating.busy}>
+        Create member key
+      </button>{' '}
       <button type="button" class="secondary" onClick={onClose}>
         Close
       </button>

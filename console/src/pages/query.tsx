@@ -4,6 +4,8 @@ import { ConnectionSelect, useConnections } from '../components/connection-selec
 import { ErrorAlert, useLoad } from '../components/load';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
+import { useSubmit } from '../components/use-submit';
+import { useMe } from '../me';
 import { href } from '../router';
 
 /** Query: one read-only statement on a connection, its result, and the connection's query history. */
@@ -12,10 +14,12 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
   const [sql, setSql] = useState('');
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
   const [submitted, setSubmitted] = useState<string | null>(null);
+  const [context, setContext] = useState('');
+  const me = useMe();
   const connections = useConnections().data;
-  const writable = connections?.find((c) => c.id === conn)?.readOnly === false;
+  const selected = connections?.find((c) => c.id === conn);
+  const writable = selected?.readOnly === false;
   const history = useLoad(
     () =>
       conn
@@ -25,11 +29,12 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
         : Promise.resolve([]),
     [conn],
   );
-  const run = async (e: Event) => {
-    e.preventDefault();
-    if (!conn)
-      return setError({ code: 'VALIDATION_ERROR', message: 'Choose a connection first.' } as ApiError);
-    setBusy(true);
+  // One statement at a time: Run, Enter on the button and Ctrl/⌘+Enter while one runs do nothing.
+  const running = useSubmit(async () => {
+    if (!conn) {
+      setError({ code: 'VALIDATION_ERROR', message: 'Choose a connection first.' } as ApiError);
+      return;
+    }
     setError(null);
     setSubmitted(null);
     try {
@@ -40,20 +45,28 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
       setResult(null);
       setError(err as ApiError);
     } finally {
-      setBusy(false);
       history.reload();
     }
+  });
+  const run = (e: Event) => {
+    e.preventDefault();
+    void running.run();
   };
-  const submitForApproval = async () => {
+  const submitting = useSubmit(async () => {
     try {
-      const r = await ok(api.POST('/queries/submit', { body: { connectionId: conn, query: sql } }));
+      const r = await ok(
+        api.POST('/queries/submit', {
+          body: { connectionId: conn, query: sql, ...(context.trim() ? { context: context.trim() } : {}) },
+        }),
+      );
       setSubmitted((r as { id: string }).id);
+      setContext('');
       setError(null);
     } catch (err) {
       setError(err as ApiError);
     }
-  };
-  const refused = error?.code === 'READ_ONLY_VIOLATION' && writable;
+  });
+  const refused = error?.code === 'READ_ONLY_VIOLATION' && conn;
   return (
     <>
       <h1>Query</h1>
@@ -73,17 +86,37 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
             }}
           />
         </div>
-        <button type="submit" disabled={busy}>
+        <button type="submit" disabled={running.busy} aria-busy={running.busy || undefined}>
           Run
         </button>
       </form>
       <ErrorAlert error={error}>
-        {refused && conn && (
-          <p>
-            This statement changes data. An admin can run it after review:{' '}
-            <button type="button" class="link" onClick={submitForApproval}>
+        {refused && writable && (
+          <div class="stack">
+            <p>
+              This statement changes data. It runs only after review:{' '}
+              {me?.role === 'admin'
+                ? 'another admin, or an approver an approval rule names, must approve it (nobody approves their own submission).'
+                : 'an admin, or an approver an approval rule names, must approve it.'}
+            </p>
+            <div class="field">
+              <label for="approval-context">Why (shown to the reviewer, optional)</label>
+              <input
+                id="approval-context"
+                value={context}
+                maxLength={2000}
+                onInput={(e) => setContext(e.currentTarget.value)}
+              />
+            </div>
+            <button type="button" onClick={() => submitting.run()} disabled={submitting.busy}>
               Submit for approval
             </button>
+          </div>
+        )}
+        {refused && !writable && (
+          <p>
+            {selected?.name ?? 'This connection'} is read-only: statements that change data are never run or
+            submitted for approval on it.
           </p>
         )}
       </ErrorAlert>
@@ -96,7 +129,8 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
       {conn && (
         <section aria-labelledby="history-title">
           <h2 id="history-title">History</h2>
-          {(history.data ?? []).length === 0 ? (
+          <ErrorAlert error={history.error} />
+          {history.data && history.data.length === 0 ? (
             <p class="muted">No queries yet.</p>
           ) : (
             <ul class="history">
@@ -112,7 +146,9 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
                   </button>{' '}
                   <span class={`badge ${h.status.toLowerCase()}`}>{h.status}</span>{' '}
                   <span class="muted">
-                    {h.rowCount ?? 0} rows · {h.executionTime ?? 0} ms ·{' '}
+                    {h.rowCount !== null && h.rowCount !== undefined
+                      ? `${h.rowCount} rows · ${h.executionTime ?? 0} ms · `
+                      : ''}
                     {new Date(h.createdAt).toLocaleString()}
                     {h.error ? ` · ${h.error}` : ''}
                   </span>

@@ -5,6 +5,7 @@ import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
+import { useSubmit } from '../components/use-submit';
 
 type Hook = { id: string; url: string; events: string[]; isActive: boolean; secret: string };
 
@@ -20,7 +21,8 @@ export function Webhooks() {
   const [open, setOpen] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const list = (hooks.data ?? []) as Hook[];
-  const act = async (call: () => Promise<unknown>) => {
+  // One change at a time: a double click pauses, rotates or deletes once.
+  const acting = useSubmit(async (call: () => Promise<unknown>) => {
     setError(null);
     try {
       await call();
@@ -29,7 +31,8 @@ export function Webhooks() {
     } finally {
       hooks.reload();
     }
-  };
+  });
+  const act = (call: () => Promise<unknown>) => acting.run(call);
   const update = (h: Hook, body: { isActive?: boolean; rotateSecret?: true }) =>
     act(async () => {
       const r = await ok(api.PATCH('/webhooks/{id}', { params: { path: { id: h.id } }, body }));
@@ -126,8 +129,7 @@ function NewWebhook({ onCreated }: { onCreated: (h: Hook) => void }) {
   const all = events.includes('*');
   const toggle = (e: string, on: boolean) =>
     setEvents(on ? [...events.filter((x) => x !== e), e] : events.filter((x) => x !== e));
-  const create = async (e: Event) => {
-    e.preventDefault();
+  const creating = useSubmit(async () => {
     setError(null);
     try {
       const h = await ok(api.POST('/webhooks', { body: { url, events: all ? ['*'] : events } }));
@@ -137,6 +139,10 @@ function NewWebhook({ onCreated }: { onCreated: (h: Hook) => void }) {
     } catch (err) {
       setError(err as ApiError);
     }
+  });
+  const create = (e: Event) => {
+    e.preventDefault();
+    void creating.run();
   };
   return (
     <form onSubmit={create} class="stack" aria-label="Add webhook">
@@ -177,7 +183,9 @@ function NewWebhook({ onCreated }: { onCreated: (h: Hook) => void }) {
         {errors.events && <span class="field-error">{errors.events}</span>}
       </fieldset>
       <ErrorAlert error={error} />
-      <button type="submit">Add webhook</button>
+      <button type="submit" disabled={creating.busy}>
+        Add webhook
+      </button>
     </form>
   );
 }
@@ -189,7 +197,7 @@ function Deliveries({ id }: { id: string }) {
   );
   const [error, setError] = useState<ApiError | null>(null);
   const [outcome, setOutcome] = useState<string | null>(null);
-  const test = async () => {
+  const testing = useSubmit(async () => {
     setError(null);
     setOutcome(null);
     try {
@@ -200,10 +208,10 @@ function Deliveries({ id }: { id: string }) {
     } finally {
       list.reload();
     }
-  };
+  });
   return (
     <div>
-      <button type="button" class="secondary" onClick={test}>
+      <button type="button" class="secondary" onClick={() => testing.run()} disabled={testing.busy}>
         Send test event
       </button>
       {outcome && <p role="status">{outcome}</p>}
