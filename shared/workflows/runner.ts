@@ -529,7 +529,7 @@ export async function previewWorkflow(ctx: AuthContext, id: string) {
 }
 
 /** The keyId of a scheduled run's context: no API key acts, the scheduler does (for the publisher). */
-export const SCHEDULER = 'scheduler';
+const SCHEDULER = 'scheduler';
 
 export interface ScheduledPayload {
   orgId?: unknown;
