@@ -52,25 +52,50 @@ export async function callerOf(
   resourceMetadataUrl: string,
   now = new Date(),
 ): Promise<AuthContext> {
-  let user: UserAuth | undefined = record.userAuth;
-  if (!user) {
-    const item = await authStore.getUser(record.orgId, record.userId);
-    user = item && { role: item.role, connectionIds: item.connectionIds ?? [], deleted: false };
-  }
+  const user = record.userAuth ?? (await currentAuth(record.orgId, record.userId));
   if (!user || user.deleted) throw unauthorized(resourceMetadataUrl, 'Invalid API key.');
   if (!record.lastUsedAt || Date.parse(record.lastUsedAt) < now.getTime() - 60_000) {
     await authStore
       .touchKey(record, now)
       .catch((e) => logger().warn('lastUsedAt update failed', { error: String(e) }));
   }
-  return {
-    orgId: record.orgId,
-    userId: record.userId,
-    keyId: record.id,
-    role: user.role,
-    scopes: record.scopes,
-    connectionIds: user.connectionIds ?? [],
-  };
+  return contextOf(record.orgId, record.userId, record.id, record.scopes, user);
+}
+
+/** The user's role and assigned connections as the user item has them now; undefined for a removed user. */
+async function currentAuth(orgId: string, userId: string): Promise<UserAuth | undefined> {
+  const item = await authStore.getUser(orgId, userId);
+  return item && { role: item.role, connectionIds: item.connectionIds ?? [], deleted: false };
+}
+
+const contextOf = (
+  orgId: string,
+  userId: string,
+  keyId: string,
+  scopes: string[],
+  user: UserAuth,
+): AuthContext => ({
+  orgId,
+  userId,
+  keyId,
+  role: user.role,
+  scopes,
+  connectionIds: user.connectionIds ?? [],
+});
+
+/**
+ * The context of a user acting without a request (a scheduled workflow run acts as its publisher): the
+ * role and assigned connections the organization has for the user now, and only the given scopes;
+ * undefined once the user was removed from the organization. `keyId` names what acts (no API key does).
+ */
+export async function actingAs(
+  orgId: string,
+  userId: string,
+  keyId: string,
+  scopes: string[],
+): Promise<AuthContext | undefined> {
+  const user = await currentAuth(orgId, userId);
+  return user && contextOf(orgId, userId, keyId, scopes, user);
 }
 
 /** Whether a list of key scopes grants `scope` (`*` grants every scope). */

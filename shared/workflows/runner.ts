@@ -1,5 +1,7 @@
+import { actingAs } from '../auth/authenticate';
 import { type AuthContext, isAdmin } from '../auth/context';
 import { executeReadOnly } from '../connections/execute';
+import { connectionStore } from '../connections/store';
 import { pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { config } from '../platform/config';
@@ -89,7 +91,7 @@ function boundedActionResults(results: Record<string, unknown>[]): string {
 }
 
 export interface RunRequest {
-  /** Whose rights run the steps (the caller; the publisher's organization role for scheduled runs). */
+  /** Whose rights run the steps: the caller; for a scheduled run, its publisher as the organization has them now. */
   ctx: AuthContext;
   workflow: Pick<WorkflowRecord, 'orgId' | 'id'>;
   definition: Definition;
@@ -158,14 +160,9 @@ export async function startRun(req: Omit<RunRequest, 'ctx'>): Promise<RunRecord>
   return run;
 }
 
-/** Executes a started run to its end (steps, then actions) and returns it with its attempts. */
-export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflow'>) {
-  const { ctx, definition: d } = req;
-  const w = { orgId: run.orgId, id: run.workflowId };
-  const { sequence } = run;
-  const started = Date.parse(run.startedAt);
-
-  const results: StepResult[] = d.steps.map((s) => ({
+/** Every step of the definition, not run yet (SKIPPED until it runs). */
+const unrunSteps = (d: Definition): StepResult[] =>
+  d.steps.map((s) => ({
     stepId: s.id,
     name: s.name,
     order: s.order,
@@ -179,6 +176,35 @@ export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflo
     error: null,
     errorCode: null,
   }));
+
+/**
+ * A step's connection is not assigned to the member the run acts for (as the organization has the member
+ * now): the step fails with this before anything reaches the database. The connection is named; a member
+ * reading the run without that connection gets the error withheld (forReader).
+ */
+async function notAssigned(ctx: AuthContext, trigger: RunTrigger, connectionId: string) {
+  const conn = await connectionStore.get(ctx.orgId, connectionId);
+  if (!conn) return notFound('Connection');
+  const who = trigger === 'SCHEDULE' ? "the workflow's publisher" : 'the user who started this run';
+  const fix =
+    trigger === 'SCHEDULE'
+      ? `An admin assigns it (PATCH /members/${ctx.userId} with connectionIds), or someone with access to it publishes the workflow again.`
+      : `An admin assigns it (PATCH /members/${ctx.userId} with connectionIds).`;
+  return new AppError(
+    403,
+    'CONNECTION_NOT_ASSIGNED',
+    `Connection "${conn.name}" (${connectionId}) is not assigned to ${who} ${ctx.userId}, a member: the step was not run. ${fix}`,
+  );
+}
+
+/** Executes a started run to its end (steps, then actions) and returns it with its attempts. */
+export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflow'>) {
+  const { ctx, definition: d } = req;
+  const w = { orgId: run.orgId, id: run.workflowId };
+  const { sequence } = run;
+  const started = Date.parse(run.startedAt);
+
+  const results = unrunSteps(d);
   const outputs: StepOutput[] = d.steps.map((s) => ({ name: s.name, columns: [], rows: [], rowCount: 0 }));
   const actionResults: Record<string, unknown>[] = [];
   let status: RunStatus = 'SUCCESS';
@@ -191,6 +217,8 @@ export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflo
       const connectionId = stepConnection(d, s);
       try {
         if (!connectionId) throw new AppError(400, 'VALIDATION_ERROR', 'The step has no connection.');
+        if (!isAdmin(ctx) && !ctx.connectionIds.includes(connectionId))
+          throw await notAssigned(ctx, run.trigger, connectionId);
         const res = await beforeDeadline(
           executeReadOnly(ctx, connectionId, { sql: s.query, source: 'workflow', maxRows: RUN_MAX_ROWS }),
           run.deadlineAt,
@@ -500,6 +528,9 @@ export async function previewWorkflow(ctx: AuthContext, id: string) {
   } as const;
 }
 
+/** The keyId of a scheduled run's context: no API key acts, the scheduler does (for the publisher). */
+const SCHEDULER = 'scheduler';
+
 export interface ScheduledPayload {
   orgId?: unknown;
   workflowId?: unknown;
@@ -511,6 +542,9 @@ export interface ScheduledPayload {
  * One scheduled invocation (the runner worker): runs the workflow's current published version when the
  * workflow still exists, is active and scheduled; the due time is claimed first with one conditional
  * write on (workflowId, scheduledFor), so a repeated delivery of the same due time runs nothing.
+ * The run acts as the workflow's publisher (the user who last published or reactivated it) with the role
+ * and assigned connections the user has now: a member's step on a connection no longer assigned fails
+ * (no actions), and a publisher removed from the organization fails the run before any step.
  */
 export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
   if (typeof p?.orgId !== 'string' || typeof p.workflowId !== 'string')
@@ -526,24 +560,42 @@ export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
   );
   if (!(await runStore.claimSlot(w.orgId, w.id, scheduledFor, newId())))
     return { skipped: 'duplicate' as const };
-  const ctx: AuthContext = {
-    orgId: w.orgId,
-    userId: version.publishedBy,
-    keyId: 'scheduler',
-    role: 'admin',
-    scopes: ['workflows'],
-    connectionIds: [],
-  };
-  const run = await executeRun({
-    ctx,
+  const req = {
     workflow: w,
     definition: version.definition,
-    trigger: 'SCHEDULE',
+    trigger: 'SCHEDULE' as const,
     definitionVersion: w.publishedVersion,
     draftRevision: version.draftRevision,
     scheduledFor,
-  });
+  };
+  // The publisher as the organization has them now: their role and assigned connections, no more.
+  const publisher = w.publishedBy ?? version.publishedBy;
+  const ctx = await actingAs(w.orgId, publisher, SCHEDULER, ['workflows']);
+  const run = ctx
+    ? await executeRun({ ...req, ctx })
+    : await refuseRun(
+        req,
+        `The workflow's publisher ${publisher} is no longer a member; publish it again as a current member.`,
+      );
   return { runId: run.id, status: run.status };
+}
+
+/** A run that may not start (its user is gone): recorded FAILED with `error`, no step run, nothing sent. */
+async function refuseRun(req: Omit<RunRequest, 'ctx'>, error: string) {
+  const run = await startRun(req);
+  const finished = await runStore.finish(run, {
+    status: 'FAILED',
+    stepResults: boundedStepResults(unrunSteps(req.definition), []),
+    actionResults: null,
+    durationMs: 0,
+    error,
+    completedAt: nowIso(),
+  });
+  const [view] = await Promise.all([
+    runView(run.orgId, run.workflowId, run.sequence),
+    finished && recordRunEvents(finished),
+  ]);
+  return view;
 }
 
 /** The sweep: runs left RUNNING past their deadline (a crashed runner) become TIMED_OUT, with their events. */

@@ -244,11 +244,13 @@ async function assertPublishable(ctx: AuthContext, d: Definition, acknowledged: 
 /**
  * Stores the immutable published version (keyed by the draft revision it publishes; republishing an
  * unchanged draft reactivates the same version), commits it on the workflow item with one conditional
- * write (draft still at that revision), then creates or updates the schedule.
+ * write (draft still at that revision), then creates or updates the schedule. The workflow item's
+ * `publishedBy` is the user scheduled runs act as: publishing an unchanged live workflow again as another
+ * user makes that user its publisher (the way to hand over a workflow whose publisher lost access).
  */
 async function publish(ctx: AuthContext, w: WorkflowRecord): Promise<WorkflowRecord> {
   const same = w.publishedDraftRevision === w.draftRevision && w.publishedVersion !== null;
-  if (same && w.isActive) {
+  if (same && w.isActive && w.publishedBy === ctx.userId) {
     await syncSchedule(w);
     return w;
   }
