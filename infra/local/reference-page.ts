@@ -28,7 +28,7 @@ const page = (specUrl: string) => `<!doctype html>
 <title>Loupe API reference</title>
 </head>
 <body>
-<script id="api-reference" data-url="${specUrl}" data-configuration='{"withDefaultFonts":false,"hideClientButton":true}'></script>
+<script id="api-reference" data-url="${specUrl}" data-configuration='{"withDefaultFonts":false,"hideClientButton":true,"showDeveloperTools":"never","agent":{"disabled":true}}'></script>
 <script src="/docs/scalar.js"></script>
 </body>
 </html>

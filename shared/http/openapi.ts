@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import type { EndpointSpec } from './endpoint';
-import examples from './openapi-examples.json';
+import examples from './openapi-examples.json' with { type: 'json' };
 import {
   ERROR_CODES,
   errorCodes,
