@@ -148,6 +148,7 @@ function WorkflowDetail({
         </section>
       )}
       <h3 id="wf-runs">Runs</h3>
+      <ErrorAlert error={runs.error} />
       {runs.data?.length === 0 && <p class="muted">No runs yet.</p>}
       <ul class="cards" aria-labelledby="wf-runs">
         {(runs.data ?? []).map((r) => (
