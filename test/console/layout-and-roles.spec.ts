@@ -167,6 +167,19 @@ test.describe('long values on a phone and a desktop window', () => {
     });
     expect(wf.status, wf.text).toBe(201);
     ids.workflow = wf.body.data.id;
+    // A member with a long name and a long email, and a key with a long name (Settings).
+    const member = await s.call('POST', '/members', {
+      body: {
+        email: `${LONG('email', 120)}@example.com`,
+        name: LONG('member'),
+        connectionIds: [ids.connection],
+      },
+    });
+    expect(member.status, member.text).toBe(201);
+    const key = await s.call('POST', `/members/${member.body.data.id}/keys`, {
+      body: { name: LONG('key', 100) },
+    });
+    expect(key.status, key.text).toBe(201);
     const run = await s.call('POST', `/workflows/${ids.workflow}/run`);
     expect(run.status, run.text).toBeLessThan(300);
   });
