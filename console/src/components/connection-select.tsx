@@ -1,5 +1,5 @@
 import { api, ok } from '../api/client';
-import { useLoad } from './load';
+import { ErrorAlert, useLoad } from './load';
 
 export type Connection = NonNullable<ReturnType<typeof useConnections>['data']>[number];
 
@@ -7,7 +7,10 @@ export function useConnections() {
   return useLoad(() => ok(api.GET('/connections', { params: { query: { pageSize: 100 } } })));
 }
 
-/** A select labelled "Connection" over the connections this key can use. */
+/**
+ * A select labelled "Connection" over the connections this key can use. When the list cannot be read
+ * (a key without the `connections` scope, say) the API's message is shown under it, not an empty select.
+ */
 export function ConnectionSelect({
   value,
   onChange,
@@ -21,10 +24,16 @@ export function ConnectionSelect({
 }) {
   const loaded = useConnections();
   const data = connections ?? loaded.data;
+  const errorId = `${id}-load-error`;
   return (
     <div class="field">
       <label for={id}>Connection</label>
-      <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+      <select
+        id={id}
+        value={value}
+        onChange={(e) => onChange(e.currentTarget.value)}
+        aria-describedby={loaded.error ? errorId : undefined}
+      >
         <option value="">Choose a connection</option>
         {(data ?? []).map((c) => (
           <option key={c.id} value={c.id}>
@@ -32,6 +41,7 @@ export function ConnectionSelect({
           </option>
         ))}
       </select>
+      <ErrorAlert error={loaded.error} id={errorId} />
     </div>
   );
 }

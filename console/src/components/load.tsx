@@ -23,10 +23,18 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
 }
 
 /** An API error as the API said it (text, never markup), in an alert. */
-export function ErrorAlert({ error, children }: { error?: Error | null; children?: ComponentChildren }) {
+export function ErrorAlert({
+  error,
+  id,
+  children,
+}: {
+  error?: Error | null;
+  id?: string;
+  children?: ComponentChildren;
+}) {
   if (!error) return null;
   return (
-    <div role="alert" class="alert">
+    <div role="alert" class="alert" id={id}>
       <strong>{error instanceof ApiError ? error.code : 'Error'}</strong>: {error.message}
       {children}
     </div>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api, ok } from '../api/client';
+import { AdminOnly } from '../components/admin-only';
 import { type Connection, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
@@ -55,7 +56,9 @@ export function ConnectionsPage({ id }: { id?: string }) {
               ))}
             </tbody>
           </table>
-          <ConnectionForm onSaved={() => list.reload()} />
+          <AdminOnly>
+            <ConnectionForm onSaved={() => list.reload()} />
+          </AdminOnly>
         </section>
         {selected && (
           <ConnectionDetail key={selected.id} connection={selected} onChanged={() => list.reload()} />
@@ -152,7 +155,9 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
           )}
         </section>
       )}
-      <ConnectionForm existing={c} onSaved={onChanged} />
+      <AdminOnly>
+        <ConnectionForm existing={c} onSaved={onChanged} />
+      </AdminOnly>
       <h3>Schema</h3>
       <p>
         <span class="muted">
@@ -172,6 +177,7 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
       ) : (
         <ErrorAlert error={schema.error} />
       )}
+      <ErrorAlert error={notes.error} />
       <div class="field">
         <label for="schema-search">Search tables and columns</label>
         <input

@@ -2,17 +2,34 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
+import { isAdmin, loadMe } from '../me';
 import { Members } from './members';
 import { Webhooks } from './webhooks';
 
-/** Settings: API keys (a new key is shown once), members, and event webhooks (secret shown once, deliveries, test). */
+/**
+ * Settings: API keys (a new key is shown once), members, and event webhooks (secret shown once, deliveries,
+ * test). All three are admin-only in the API, so a member sees a note instead; nothing shows until the
+ * key's role is known (no flash of forms the API would refuse).
+ */
 export function SettingsPage() {
+  const me = useLoad(loadMe);
   return (
     <>
       <h1>Settings</h1>
-      <Keys />
-      <Members />
-      <Webhooks />
+      <ErrorAlert error={me.error} />
+      {me.data &&
+        (isAdmin(me.data) ? (
+          <>
+            <Keys />
+            <Members />
+            <Webhooks />
+          </>
+        ) : (
+          <p class="note">
+            Settings are managed by admins: API keys, members and event webhooks. Ask an admin of your
+            organization for a key.
+          </p>
+        ))}
     </>
   );
 }

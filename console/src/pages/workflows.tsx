@@ -148,6 +148,7 @@ function WorkflowDetail({
         </section>
       )}
       <h3 id="wf-runs">Runs</h3>
+      <ErrorAlert error={runs.error} />
       {runs.data?.length === 0 && <p class="muted">No runs yet.</p>}
       <ul class="cards" aria-labelledby="wf-runs">
         {(runs.data ?? []).map((r) => (
@@ -246,39 +247,41 @@ function ActionResults({ json }: { json: string }) {
   if (!actions) return <pre>{json}</pre>;
   if (actions.length === 0) return <p class="muted">No actions ran.</p>;
   return (
-    <table>
-      <caption class="sr-only">Action results</caption>
-      <thead>
-        <tr>
-          <th scope="col">Action</th>
-          <th scope="col">Outcome</th>
-          <th scope="col">Destination</th>
-          <th scope="col">HTTP status</th>
-          <th scope="col">Attempts</th>
-          <th scope="col">Error</th>
-        </tr>
-      </thead>
-      <tbody>
-        {actions.map((a) => (
-          <tr key={a.order}>
-            <td>
-              {a.order + 1}. {a.type}
-            </td>
-            <td>
-              <span class={`badge ${a.success ? 'success' : 'failed'}`}>
-                {a.success ? 'delivered' : 'failed'}
-              </span>
-            </td>
-            <td>
-              {a.summary?.url ??
-                (a.summary?.recipients !== undefined ? `${a.summary.recipients} recipients` : '')}
-            </td>
-            <td>{a.summary?.statusCode ?? ''}</td>
-            <td>{a.attempts ?? ''}</td>
-            <td>{a.error ?? ''}</td>
+    <div class="table-wrap">
+      <table>
+        <caption class="sr-only">Action results</caption>
+        <thead>
+          <tr>
+            <th scope="col">Action</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Destination</th>
+            <th scope="col">HTTP status</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Error</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {actions.map((a) => (
+            <tr key={a.order}>
+              <td>
+                {a.order + 1}. {a.type}
+              </td>
+              <td>
+                <span class={`badge ${a.success ? 'success' : 'failed'}`}>
+                  {a.success ? 'delivered' : 'failed'}
+                </span>
+              </td>
+              <td class="value">
+                {a.summary?.url ??
+                  (a.summary?.recipients !== undefined ? `${a.summary.recipients} recipients` : '')}
+              </td>
+              <td>{a.summary?.statusCode ?? ''}</td>
+              <td>{a.attempts ?? ''}</td>
+              <td class="value">{a.error ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
