@@ -71,6 +71,8 @@ export function ApprovalsPage() {
     <>
       <h1>Approvals</h1>
       <ErrorAlert error={error} />
+      {/* Members may not list members (names then stay user ids); an admin is told when the list fails. */}
+      {me?.role === 'admin' && <ErrorAlert error={members.error} />}
       <h2>Pending</h2>
       {pending.error instanceof ApiError && pending.error.status === 403 ? (
         <p class="muted">

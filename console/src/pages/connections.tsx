@@ -218,7 +218,7 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
                 return (
                   <tr key={col.name}>
                     <td>{col.name}</td>
-                    <td>
+                    <td class="value">
                       {col.type}
                       {col.nullable ? '' : ' not null'}
                     </td>
@@ -226,7 +226,7 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
                       {col.primaryKey ? 'primary key' : ''}
                       {fk ? `→ ${fk.referencedTable}(${fk.referencedColumns.join(', ')})` : ''}
                     </td>
-                    <td>
+                    <td class="value">
                       {[col.comment, ...noteFor(t.name, col.name).map((n) => n.annotation)]
                         .filter(Boolean)
                         .join(' · ')}

@@ -61,7 +61,7 @@ export function Members() {
           {list.map((m) => (
             <tr key={m.id}>
               <td>{m.name}</td>
-              <td>{m.email}</td>
+              <td class="value">{m.email}</td>
               <td>{m.role}</td>
               <td>
                 {m.role === 'admin'

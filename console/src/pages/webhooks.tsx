@@ -238,7 +238,7 @@ function Deliveries({ id }: { id: string }) {
                 <td>{d.statusCode ?? ''}</td>
                 <td>{d.attempts}</td>
                 <td>{new Date(d.createdAt).toLocaleString()}</td>
-                <td>{d.error ?? ''}</td>
+                <td class="value">{d.error ?? ''}</td>
               </tr>
             ))}
           </tbody>
