@@ -22,9 +22,12 @@ describe('discovery: GET /, OpenAPI and protected resource metadata', () => {
       role: 'admin',
     });
     // A member's key says so (the console hides admin-only forms from it).
-    const m = await s.call('POST', '/members', { body: { email: 'discovery-member@example.com', name: 'M' } });
+    const m = await s.call('POST', '/members', {
+      body: { email: 'discovery-member@example.com', name: 'M' },
+    });
     expect(m.status, m.text).toBe(201);
-    const key = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'm' } })).body.data.key;
+    const key = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'm' } })).body.data
+      .key;
     const mine = await s.call('GET', '/', { key });
     expect(mine.body.data).toMatchObject({ userId: m.body.data.id, role: 'member' });
   });
