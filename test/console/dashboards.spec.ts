@@ -262,13 +262,13 @@ test('a double-click creates one dashboard and adds one widget; the tab is named
   await page.getByLabel('New dashboard title').fill(title);
   await page.getByRole('button', { name: 'Create dashboard' }).dblclick();
   await expect(page.getByRole('heading', { level: 1, name: title })).toBeVisible();
-  await expect(page).toHaveTitle(`${title} · Loupe`);
   const all = (await server.call('GET', '/dashboards?pageSize=100')).body.data as {
     id: string;
     title: string;
   }[];
   const mine = all.filter((d) => d.title === title);
   expect(mine).toHaveLength(1);
+  await expect(page).toHaveTitle(`${title} · Loupe`);
 
   const form = await addForm(page);
   await fillWidget(form, { title: 'Once', type: 'TEXT', markdown: 'once' });
