@@ -98,8 +98,7 @@ test('reopening a conversation shows each turn (question, answer, SQL, result) a
   await page.getByRole('region', { name: 'Conversations' }).getByRole('button', { name: question }).click();
   const answers = page.getByRole('article', { name: 'Answer' });
   await expect(answers).toHaveCount(2);
-  const questions = page.locator('.turns .question');
-  expect(await questions.allTextContents()).toEqual([question, 'And how many in all?']);
+  await expect(page.locator('.turns .question')).toHaveText([question, 'And how many in all?']);
   await expect(answers.nth(0).locator('.markdown')).toHaveText('It is Lamp.');
   expect(await answers.nth(0).locator('figure pre').textContent()).toBe(sql);
   await expect(answers.nth(0).getByText(/^Result: 1 row; columns: id, name/)).toBeVisible();
@@ -109,7 +108,7 @@ test('reopening a conversation shows each turn (question, answer, SQL, result) a
   // The stored turn keeps a summary of its result; its table comes from running the SQL again.
   await answers.nth(0).getByRole('button', { name: 'Run the SQL again' }).click();
   const table = answers.nth(0).getByRole('table', { name: 'Answer data' });
-  expect(await table.getByRole('columnheader').allTextContents()).toEqual(['id', 'name']);
+  await expect(table.getByRole('columnheader')).toHaveText(['id', 'name']);
   await expect(table.getByRole('cell', { name: 'Lamp', exact: true })).toBeVisible();
 
   // A follow-up goes to this conversation on its connection.
