@@ -282,6 +282,12 @@ test('a double-click creates one dashboard and adds one widget; the tab is named
   await page.getByRole('link', { name: 'All dashboards' }).click();
   await expect(page.getByRole('heading', { level: 1, name: 'Dashboards' })).toBeVisible();
   await expect(page).toHaveTitle('Dashboards · Loupe');
+  // From a dashboard to another page: that page's title.
+  await page.getByRole('link', { name: title }).click();
+  await expect(page).toHaveTitle(`${title} · Loupe`);
+  await page.getByRole('navigation').getByRole('link', { name: 'Query', exact: true }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Query' })).toBeVisible();
+  await expect(page).toHaveTitle('Query · Loupe');
 });
 
 test('empty results say "No rows", long values stay readable, and Preview asks for a connection first', async ({
