@@ -35,7 +35,7 @@ export const handler = httpHandler([
   on(api.deleteWidget, async ({ ctx, params }) => ({
     data: await deleteWidget(ctx, params.id, params.widgetId),
   })),
-  on(api.getWidgetData, async ({ ctx, params }) => ({
-    data: await widgetData(ctx, params.id, params.widgetId),
+  on(api.getWidgetData, async ({ ctx, params, query }) => ({
+    data: await widgetData(ctx, params.id, params.widgetId, { refresh: query.refresh === 'true' }),
   })),
 ]);

@@ -122,6 +122,16 @@ const WidgetParams = z.object({
   id: z.string().check(z.minLength(1), z.maxLength(200)),
   widgetId: z.string().check(z.minLength(1), z.maxLength(200)),
 });
+/** `refresh=true` (an extension) skips the widget cache: the query runs now and its result replaces the cached one. */
+export const WidgetDataQuery = z.object({
+  refresh: z.optional(
+    describe(
+      z.enum(['true', 'false']),
+      'An extension: `true` skips the cached result, runs the query now and stores its result in the cache (the next plain read answers it); `false` (the default) answers from the cache while it is fresh.',
+    ),
+  ),
+});
+
 const tag = 'Dashboards';
 const scope = 'dashboards' as const;
 
@@ -222,8 +232,10 @@ export const getWidgetData = endpoint({
   path: '/dashboards/{id}/widgets/{widgetId}/data',
   tag,
   scope,
-  summary: "Run the widget's query read-only on its connection (cached per widget)",
+  summary:
+    "Run the widget's query read-only on its connection (cached per widget; `refresh=true` skips the cache)",
   params: WidgetParams,
+  query: WidgetDataQuery,
   response: WidgetData,
   errors: [422, 504],
 });

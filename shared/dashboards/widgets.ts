@@ -112,9 +112,15 @@ export async function deleteWidget(ctx: AuthContext, dashboardId: string, widget
 
 /**
  * Runs the widget's query read-only on its connection (source `widget`), or answers from the widget
- * cache while it is fresh. Visibility of the connection is checked on every call, cached or not.
+ * cache while it is fresh; `refresh` skips the cache read (the fresh result still replaces the cached
+ * one). Visibility of the connection is checked on every call, cached or not.
  */
-export async function widgetData(ctx: AuthContext, dashboardId: string, widgetId: string) {
+export async function widgetData(
+  ctx: AuthContext,
+  dashboardId: string,
+  widgetId: string,
+  { refresh = false }: { refresh?: boolean } = {},
+) {
   const { widget } = await widgetOf(ctx, dashboardId, widgetId);
   const missing = [
     ...(widget.query
@@ -135,7 +141,7 @@ export async function widgetData(ctx: AuthContext, dashboardId: string, widgetId
     );
   await connectionForUse(ctx, widget.connectionId!);
   const seconds = cacheSecondsOf(widget);
-  const hit = await widgetCache.read(widget, seconds);
+  const hit = refresh ? undefined : await widgetCache.read(widget, seconds);
   if (hit) return { ...hit.result, cached: true, cachedAt: hit.cachedAt };
   const result = await executeReadOnly(ctx, widget.connectionId!, { sql: widget.query!, source: 'widget' });
   if (seconds <= 0) return { ...result, cached: false, cachedAt: null, cacheSkipped: 'DISABLED' as const };

@@ -211,7 +211,7 @@ export const OPERATION_DESCRIPTIONS: Record<string, string> = {
   'POST /connections/{id}/annotations/auto':
     'Queues automatic annotation of the given tables (all when omitted): sampled example values and, with a model, descriptions. Never overwrites an annotation a person wrote.',
   'GET /dashboards/{id}/widgets/{widgetId}/data':
-    "Runs the widget's query, or answers the cached result (`cached`, `cachedAt`) within `config.cacheSeconds` (default 60).",
+    "Runs the widget's query, or answers the cached result (`cached`, `cachedAt`) within `config.cacheSeconds` (default 60). `refresh=true` (an extension) skips the cache: the query runs now and its result replaces the cached one.",
   'POST /saved-queries/{id}/run':
     "`params` are bound as driver parameters for the `{{name}}` placeholders, checked against each parameter's type; a missing optional value takes its default, else NULL.",
   'GET /metrics/{id}/value':

@@ -74,3 +74,79 @@ test('streams the answer with its SQL and result table; markup in the answer and
   await expectAccessible(page, 'chat');
   // The page fixture then checks the title is not 'pwned' and that nothing went wrong on the page.
 });
+
+test('reopening a conversation shows each turn (question, answer, SQL, result) and restores its connection', async ({
+  adminPage: page,
+  server,
+  model,
+}) => {
+  const sql = 'SELECT id, name FROM products WHERE id = 1';
+  const question = `Which product has id 1? ${Date.now()}`;
+  model.script({ toolCalls: [{ name: 'run_query', arguments: { sql } }] }, { content: 'It is **Lamp**.' });
+  const first = await server.call('POST', '/chat', { body: { message: question, connectionId } });
+  expect(first.status, first.text).toBe(200);
+  const conversationId = first.body.data.conversationId as string;
+  model.script({ content: 'No SQL needed: there are two products.' });
+  const second = await server.call('POST', '/chat', {
+    body: { message: 'And how many in all?', conversationId },
+  });
+  expect(second.status, second.text).toBe(200);
+
+  await page.getByRole('navigation').getByRole('link', { name: 'Chat', exact: true }).click();
+  // Another connection choice (none) is selected before reopening.
+  await expect(page.getByLabel('Connection')).toHaveValue('');
+  await page.getByRole('region', { name: 'Conversations' }).getByRole('button', { name: question }).click();
+  const answers = page.getByRole('article', { name: 'Answer' });
+  await expect(answers).toHaveCount(2);
+  await expect(page.locator('.turns .question')).toHaveText([question, 'And how many in all?']);
+  await expect(answers.nth(0).locator('.markdown')).toHaveText('It is Lamp.');
+  expect(await answers.nth(0).locator('figure pre').textContent()).toBe(sql);
+  await expect(answers.nth(0).getByText(/^Result: 1 row; columns: id, name/)).toBeVisible();
+  await expect(answers.nth(1).locator('.markdown')).toHaveText('No SQL needed: there are two products.');
+  expect(await answers.nth(1).locator('figure').count()).toBe(0);
+  await expect(page.getByLabel('Connection')).toHaveValue(connectionId);
+  // The stored turn keeps a summary of its result; its table comes from running the SQL again.
+  await answers.nth(0).getByRole('button', { name: 'Run the SQL again' }).click();
+  const table = answers.nth(0).getByRole('table', { name: 'Answer data' });
+  await expect(table.getByRole('columnheader')).toHaveText(['id', 'name']);
+  await expect(table.getByRole('cell', { name: 'Lamp', exact: true })).toBeVisible();
+
+  // A follow-up goes to this conversation on its connection.
+  model.script({ content: 'Still two.' });
+  await page.getByLabel('Question').fill('Any more?');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  await expect(answers).toHaveCount(3);
+  await expect(answers.nth(2)).toHaveAttribute('aria-busy', 'false');
+  const convo = (await server.call('GET', `/conversations/${conversationId}`)).body.data;
+  expect(convo.connectionId).toBe(connectionId);
+  expect(convo.messages.map((m: { content: string }) => m.content).slice(-2)).toEqual([
+    'Any more?',
+    'Still two.',
+  ]);
+  await expectAccessible(page, 'reopened conversation');
+});
+
+test('an error event mid-stream shows the alert, ends the turn and keeps the question to ask again', async ({
+  adminPage: page,
+  model,
+}) => {
+  model.reset();
+  model.script({ error: { status: 400, message: 'context length exceeded' } });
+  await page.getByRole('navigation').getByRole('link', { name: 'Chat', exact: true }).click();
+  await page.getByLabel('Connection').selectOption(connectionId);
+  await page.getByLabel('Question').fill('A question the model fails on');
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const alert = page.getByRole('alert');
+  await expect(alert).toContainText('AI_PROVIDER_ERROR');
+  const article = page.getByRole('article', { name: 'Answer' });
+  await expect(article).toHaveAttribute('aria-busy', 'false');
+  await expect(article.locator('.markdown')).toContainText('No answer:');
+  await expect(page.getByLabel('Question')).toHaveValue('A question the model fails on');
+  await expect(page.getByRole('button', { name: 'Ask' })).toBeEnabled();
+  // Asking again works.
+  model.script({ content: 'Answered this time.' });
+  await page.getByRole('button', { name: 'Ask' }).click();
+  await expect(article.nth(1).locator('.markdown')).toHaveText('Answered this time.');
+  await expect(alert).toHaveCount(0);
+  await expect(page.getByLabel('Question')).toHaveValue('');
+});

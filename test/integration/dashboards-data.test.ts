@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createOrganization } from '../../shared/auth/bootstrap';
 import { db } from '../../shared/platform/db/store';
 import { openTestDatabases, type TestDatabases } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
@@ -46,7 +47,8 @@ describe('widget data and the widget result cache', () => {
     expect(r.status, r.text).toBe(201);
     return r.body.data.id as string;
   };
-  const data = (widgetId: string) => s.call('GET', `/dashboards/${dashId}/widgets/${widgetId}/data`);
+  const data = (widgetId: string, query = '') =>
+    s.call('GET', `/dashboards/${dashId}/widgets/${widgetId}/data${query}`);
   const addSale = async (region: string, amount: number) => {
     await dbs.pg.query(`INSERT INTO ${T} VALUES ($1, $2)`, [region, amount]);
   };
@@ -97,6 +99,64 @@ describe('widget data and the widget result cache', () => {
     const item = await db.get(`ORG#${s.app.orgId}`, `WCACHE#${id}`);
     expect(item).toMatchObject({ fingerprint: expect.any(String), cachedAt: second.body.data.cachedAt });
     expect(Number(item?.ttl)).toBeGreaterThan(Date.now() / 1000);
+  });
+
+  it('refresh=true skips the cache, runs the query now and replaces the cached result; a bad value is 400', async () => {
+    const id = await widget({
+      type: 'METRIC',
+      query: `SELECT count(*) AS n FROM ${T}`,
+      connectionId: conn.POSTGRES,
+    });
+    const first = await data(id);
+    expect(first.body.data).toMatchObject({ cached: false, cachedAt: null });
+    const n = Number(first.body.data.rows[0].n);
+    await addSale('refresh', 2);
+    const stale = await data(id);
+    expect(stale.body.data.cached).toBe(true);
+    expect(Number(stale.body.data.rows[0].n)).toBe(n);
+    const fresh = await data(id, '?refresh=true');
+    expect(fresh.status, fresh.text).toBe(200);
+    expect(fresh.body.data).toMatchObject({ cached: false, cachedAt: null });
+    expect(Number(fresh.body.data.rows[0].n)).toBe(n + 1);
+    const item = await db.get<{ cachedAt: string; result: string }>(`ORG#${s.app.orgId}`, `WCACHE#${id}`);
+    expect(Number(JSON.parse(item!.result).rows[0].n)).toBe(n + 1);
+    const after = await data(id);
+    expect(after.body.data).toMatchObject({ cached: true, cachedAt: item!.cachedAt });
+    expect(Number(after.body.data.rows[0].n)).toBe(n + 1);
+    // refresh=false is the plain read.
+    expect((await data(id, '?refresh=false')).body.data.cached).toBe(true);
+    for (const bad of [
+      '?refresh=yes',
+      '?refresh=1',
+      '?refresh=TRUE',
+      '?refresh=',
+      '?refresh=true&refresh=true',
+      '?fresh=true',
+    ]) {
+      const r = await data(id, bad);
+      expect(r.status, `${bad}: ${r.text}`).toBe(400);
+      expect(r.body.error.code).toBe('VALIDATION_ERROR');
+    }
+    // Nothing changed the cached entry.
+    expect(await db.get(`ORG#${s.app.orgId}`, `WCACHE#${id}`)).toMatchObject({ cachedAt: item!.cachedAt });
+  });
+
+  it('refresh=true keeps the access checks: another organization and an unassigned member get 404', async () => {
+    const id = await widget({ type: 'TABLE', query: 'SELECT 1 AS one', connectionId: conn.POSTGRES });
+    const path = `/dashboards/${dashId}/widgets/${id}/data?refresh=true`;
+    expect((await s.call('GET', path)).status).toBe(200);
+    const m = await s.call('POST', '/members', {
+      body: { email: `refresh-member-${suffix}@example.com`, name: 'R', connectionIds: [conn.SQLITE] },
+    });
+    const key = (
+      await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'r', scopes: ['dashboards'] } })
+    ).body.data.key as string;
+    expect((await s.call('GET', path, { key })).status).toBe(404);
+    const other = await createOrganization({
+      name: 'Other refresh',
+      adminEmail: `refresh-${suffix}@other.example`,
+    });
+    expect((await s.call('GET', path, { key: other.key })).status).toBe(404);
   });
 
   it('drops the cached result when the widget query changes, but not for a title or position change', async () => {

@@ -33,6 +33,10 @@ Chart.register(
   Tooltip,
 );
 
+/** Longest category label drawn on an axis; longer ones end in "…" (the tooltip shows the whole label). */
+export const MAX_TICK_CHARS = 24;
+export const shortLabel = (s: string) => (s.length > MAX_TICK_CHARS ? `${s.slice(0, MAX_TICK_CHARS)}…` : s);
+
 const num = (v: unknown) => (v === null || v === undefined || v === '' ? null : Number(v));
 
 /** Draws one widget's result with Chart.js (only the controllers the five chart types need are registered). */
@@ -75,6 +79,14 @@ export function draw(
       options,
     });
   }
+  const categoryTicks = {
+    ticks: {
+      // `this` is the category scale: its label for the tick's value, cut to MAX_TICK_CHARS.
+      callback(this: { getLabelForValue(v: number): string }, value: number | string) {
+        return shortLabel(this.getLabelForValue(Number(value)));
+      },
+    },
+  };
   return new Chart(canvas, {
     type: kind === 'BAR' ? 'bar' : 'line',
     data: {
@@ -87,6 +99,6 @@ export function draw(
         fill: kind === 'AREA',
       })),
     },
-    options,
+    options: { ...options, scales: { x: categoryTicks } },
   });
 }

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { Chart, type ChartConfig, type ChartKind, loadChartJs } from './chart';
 import { ErrorAlert, Loading, useLoad } from './load';
@@ -32,18 +32,22 @@ export function parseConfig(config: string): ChartConfig & { text?: string; mark
 /** One widget: a region named by its title, placed on the dashboard's 12-column grid. */
 export function Widget({ widget: w, actions }: { widget: WidgetRecord; actions?: ComponentChildren }) {
   const [round, setRound] = useState(0);
+  // Set by "Refresh": the next load skips the widget cache (refresh=true) and replaces the cached result.
+  const skipCache = useRef(false);
   const config = parseConfig(w.config);
   // The chart library starts loading with the widget, beside its data, not after it.
   if (w.type !== 'TEXT' && w.type !== 'TABLE' && w.type !== 'METRIC') loadChartJs();
   const data = useLoad(
-    () =>
-      w.type === 'TEXT'
-        ? Promise.resolve(null)
-        : ok(
-            api.GET('/dashboards/{id}/widgets/{widgetId}/data', {
-              params: { path: { id: w.dashboardId, widgetId: w.id } },
-            }),
-          ),
+    () => {
+      if (w.type === 'TEXT') return Promise.resolve(null);
+      const refresh = skipCache.current;
+      skipCache.current = false;
+      return ok(
+        api.GET('/dashboards/{id}/widgets/{widgetId}/data', {
+          params: { path: { id: w.dashboardId, widgetId: w.id }, query: refresh ? { refresh: 'true' } : {} },
+        }),
+      );
+    },
     // A changed query or connection (an edit) asks for the data again.
     [w.id, w.query, w.connectionId, round],
   );
@@ -71,7 +75,11 @@ export function Widget({ widget: w, actions }: { widget: WidgetRecord; actions?:
               <button
                 type="button"
                 class="link"
-                onClick={() => setRound(round + 1)}
+                disabled={data.loading}
+                onClick={() => {
+                  skipCache.current = true;
+                  setRound(round + 1);
+                }}
                 aria-label={`Refresh ${w.title}`}
               >
                 Refresh
@@ -106,11 +114,15 @@ export function WidgetBody({
   title: string;
 }) {
   if (type === 'TABLE') return <ResultTable result={result} summary={false} />;
+  if (!result.rows.length) return <p class="muted widget-empty">No rows</p>;
   if (type === 'METRIC') {
     const col = (typeof config.y === 'string' && config.y) || result.columns[0];
+    const value = cell(result.rows[0]?.[col]);
     return (
       <p class="metric">
-        <span class="metric-value">{cell(result.rows[0]?.[col])}</span>
+        <span class="metric-value" title={value}>
+          {value}
+        </span>
         <span class="metric-label">{col}</span>
       </p>
     );

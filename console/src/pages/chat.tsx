@@ -1,16 +1,19 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok, postSse } from '../api/client';
+import { ApiError, api, ok, postSse } from '../api/client';
 import { ConnectionSelect } from '../components/connection-select';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
+import { useSubmit } from '../components/use-submit';
 
 interface Turn {
   question: string;
   answer: string;
   sql: string | null;
   result: Result | null;
+  /** A reopened turn's stored summary of its result (the rows themselves are not stored). */
+  summary: string | null;
   steps: string[];
   done: boolean;
 }
@@ -22,19 +25,25 @@ export function ChatPage() {
   const [conversationId, setConversationId] = useState<string | null>(null);
   const [turns, setTurns] = useState<Turn[]>([]);
   const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
   const conversations = useLoad(
     () => ok(api.GET('/conversations', { params: { query: { pageSize: 20 } } })),
     [conversationId],
   );
 
-  const ask = async (e: Event) => {
-    e.preventDefault();
+  const ask = useSubmit(async () => {
     const q = question.trim();
     if (!q) return;
-    setBusy(true);
     setError(null);
-    let turn: Turn = { question: q, answer: '', sql: null, result: null, steps: [], done: false };
+    let failed = false;
+    let turn: Turn = {
+      question: q,
+      answer: '',
+      sql: null,
+      result: null,
+      summary: null,
+      steps: [],
+      done: false,
+    };
     const index = turns.length;
     const update = (t: Partial<Turn>) => {
       turn = { ...turn, ...t };
@@ -70,26 +79,40 @@ export function ChatPage() {
               });
               break;
             case 'error':
-              setError({ code: String(ev.code), message: String(ev.message), status: 500 } as ApiError);
+              // The answer failed after the stream started: the turn ends, as the API stored it.
+              failed = true;
+              update({ answer: `No answer: ${String(ev.message)}`, done: true });
+              setError(new ApiError(500, String(ev.code), String(ev.message)));
               break;
           }
         },
       );
-      setQuestion('');
+      if (!turn.done) {
+        // The stream closed without its last event (the connection dropped).
+        failed = true;
+        update({ done: true });
+        setError(new ApiError(0, 'STREAM_ENDED', 'The answer stopped before it was complete. Ask again.'));
+      }
+      // A failed question stays in the box, to ask again.
+      if (!failed) setQuestion('');
     } catch (err) {
       setTurns((all) => all.slice(0, index));
       setError(err as ApiError);
-    } finally {
-      setBusy(false);
     }
-  };
+  });
 
   return (
     <>
       <h1>Chat</h1>
       <div class="split">
         <div>
-          <form onSubmit={ask} class="stack">
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              ask.run();
+            }}
+            class="stack"
+          >
             <ConnectionSelect value={conn} onChange={setConn} />
             <div class="field">
               <label for="question">Question</label>
@@ -101,7 +124,7 @@ export function ChatPage() {
               />
             </div>
             <p>
-              <button type="submit" disabled={busy}>
+              <button type="submit" disabled={ask.busy}>
                 Ask
               </button>{' '}
               <button
@@ -141,6 +164,12 @@ export function ChatPage() {
                       </pre>
                     </figure>
                   )}
+                  {t.summary && !t.result && <p class="muted result-summary">Result: {t.summary}</p>}
+                  {t.sql && !t.result && t.done && conn && (
+                    <button type="button" class="link" onClick={() => runAgain(i)}>
+                      Run the SQL again
+                    </button>
+                  )}
                   {t.result && <ResultTable result={t.result} csvName="answer.csv" caption="Answer data" />}
                 </article>
               </li>
@@ -152,7 +181,12 @@ export function ChatPage() {
           <ul class="history">
             {(conversations.data ?? []).map((c) => (
               <li key={c.id}>
-                <button type="button" class="link" onClick={() => loadConversation(c.id)}>
+                <button
+                  type="button"
+                  class="link"
+                  aria-current={c.id === conversationId ? 'true' : undefined}
+                  onClick={() => loadConversation(c.id)}
+                >
                   {c.title || 'Untitled'}
                 </button>
               </li>
@@ -163,20 +197,52 @@ export function ChatPage() {
     </>
   );
 
+  /** Reopens a conversation: its turns (question, answer, SQL, result summary) and its connection. */
   async function loadConversation(id: string) {
+    setError(null);
     try {
-      const msgs = await ok(
-        api.GET('/conversations/{id}/messages', { params: { path: { id }, query: { pageSize: 100 } } }),
-      );
+      const c = await ok(api.GET('/conversations/{id}', { params: { path: { id } } }));
       const out: Turn[] = [];
-      for (const m of msgs as { role: string; content: string; sqlQuery?: string | null }[]) {
-        if (m.role === 'user')
-          out.push({ question: m.content, answer: '', sql: null, result: null, steps: [], done: true });
+      for (const m of c.messages) {
+        if (m.role === 'USER')
+          out.push({
+            question: m.content,
+            answer: '',
+            sql: null,
+            result: null,
+            summary: null,
+            steps: [],
+            done: true,
+          });
         else if (out.length)
-          Object.assign(out[out.length - 1], { answer: m.content, sql: m.sqlQuery ?? null });
+          Object.assign(out[out.length - 1], {
+            answer: m.content,
+            sql: m.sqlQuery,
+            summary: m.resultSummary,
+          });
       }
       setTurns(out);
       setConversationId(id);
+      // A follow-up goes to the conversation's connection, not whichever one was selected before.
+      setConn(c.connectionId ?? '');
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  }
+
+  /** Runs a reopened turn's SQL again (read-only) on the conversation's connection, for its result table. */
+  async function runAgain(index: number) {
+    const t = turns[index];
+    if (!t?.sql || !conn) return;
+    setError(null);
+    try {
+      const result = await ok(
+        api.POST('/connections/{id}/query', {
+          params: { path: { id: conn } },
+          body: { sql: t.sql, maxRows: 200 },
+        }),
+      );
+      setTurns((all) => all.map((x, j) => (j === index ? { ...x, result } : x)));
     } catch (err) {
       setError(err as ApiError);
     }

@@ -1,10 +1,11 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import type { Result } from '../components/result';
+import { useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
 import { href } from '../router';
 
@@ -16,15 +17,15 @@ function DashboardList() {
   const list = useLoad(() => ok(api.GET('/dashboards', { params: { query: { pageSize: 100 } } })));
   const [title, setTitle] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
-  const create = async (e: Event) => {
-    e.preventDefault();
+  const create = useSubmit(async () => {
+    setError(null);
     try {
       const d = await ok(api.POST('/dashboards', { body: { title } }));
       location.hash = href('dashboards', d.id);
     } catch (err) {
       setError(err as ApiError);
     }
-  };
+  });
   return (
     <>
       <h1>Dashboards</h1>
@@ -39,12 +40,20 @@ function DashboardList() {
         ))}
       </ul>
       {list.data?.length === 0 && <p class="muted">No dashboards yet.</p>}
-      <form onSubmit={create} class="inline">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          create.run();
+        }}
+        class="inline"
+      >
         <div class="field">
           <label for="new-dashboard">New dashboard title</label>
           <input id="new-dashboard" value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
         </div>
-        <button type="submit">Create dashboard</button>
+        <button type="submit" disabled={create.busy}>
+          Create dashboard
+        </button>
       </form>
       <ErrorAlert error={error} />
     </>
@@ -58,7 +67,17 @@ function DashboardView({ id }: { id: string }) {
   const [deleting, setDeleting] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const editedWidget = widgets.find((w) => w.id === editing);
-  const removeWidget = async (widgetId: string) => {
+  const title = d.data?.title;
+  // The dashboard's title names the browser tab while it is shown. It arrives after the shell set the
+  // page's title ("Dashboards · Loupe"), so it wins; leaving the dashboard puts the page's title back.
+  useEffect(() => {
+    if (title === undefined) return;
+    document.title = `${title} · Loupe`;
+    return () => {
+      document.title = 'Dashboards · Loupe';
+    };
+  }, [title]);
+  const removeWidget = useSubmit(async (widgetId: string) => {
     setError(null);
     try {
       await ok(api.DELETE('/dashboards/{id}/widgets/{widgetId}', { params: { path: { id, widgetId } } }));
@@ -68,7 +87,9 @@ function DashboardView({ id }: { id: string }) {
     } catch (err) {
       setError(err as ApiError);
     }
-  };
+  });
+  // After the last one, so that a deleted widget's position is never reused.
+  const nextPosition = widgets.reduce((max, w) => Math.max(max, w.position + 1), 0);
   return (
     <>
       <p>
@@ -113,7 +134,7 @@ function DashboardView({ id }: { id: string }) {
             <Confirm
               question={`Delete widget “${widgets.find((w) => w.id === deleting)?.title ?? ''}”?`}
               action="Yes, delete widget"
-              onConfirm={() => removeWidget(deleting)}
+              onConfirm={() => removeWidget.run(deleting)}
               onCancel={() => setDeleting(null)}
             />
           )}
@@ -134,7 +155,7 @@ function DashboardView({ id }: { id: string }) {
               />
             </section>
           )}
-          <NewWidget dashboardId={id} position={widgets.length} onCreated={() => d.reload()} />
+          <NewWidget dashboardId={id} position={nextPosition} onCreated={() => d.reload()} />
           <EditDashboard
             id={id}
             title={d.data.title}
@@ -163,8 +184,7 @@ function EditDashboard({
   const [error, setError] = useState<ApiError | null>(null);
   const [confirming, setConfirming] = useState(false);
   const errors = fieldErrors(error);
-  const save = async (e: Event) => {
-    e.preventDefault();
+  const save = useSubmit(async () => {
     setError(null);
     try {
       await ok(
@@ -177,8 +197,8 @@ function EditDashboard({
     } catch (err) {
       setError(err as ApiError);
     }
-  };
-  const remove = async () => {
+  });
+  const remove = useSubmit(async () => {
     setError(null);
     try {
       await ok(api.DELETE('/dashboards/{id}', { params: { path: { id } } }));
@@ -186,7 +206,7 @@ function EditDashboard({
     } catch (err) {
       setError(err as ApiError);
     }
-  };
+  });
   const field = (k: keyof typeof f, label: string) => (
     <div class="field">
       <label for={`d-${k}`}>{label}</label>
@@ -207,12 +227,20 @@ function EditDashboard({
   return (
     <details class="new">
       <summary>Edit dashboard</summary>
-      <form onSubmit={save} class="stack">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          save.run();
+        }}
+        class="stack"
+      >
         {field('title', 'Dashboard title')}
         {field('description', 'Dashboard description')}
         <ErrorAlert error={error} />
         <p>
-          <button type="submit">Save dashboard</button>{' '}
+          <button type="submit" disabled={save.busy}>
+            Save dashboard
+          </button>{' '}
           <button type="button" class="secondary" onClick={() => setConfirming(true)}>
             Delete dashboard
           </button>
@@ -222,7 +250,7 @@ function EditDashboard({
         <Confirm
           question={`Delete dashboard “${title}” and all its widgets?`}
           action="Yes, delete dashboard"
-          onConfirm={remove}
+          onConfirm={() => remove.run()}
           onCancel={() => setConfirming(false)}
         />
       )}
@@ -243,10 +271,27 @@ function NewWidget({
   onCreated: () => void;
 }) {
   const [open, setOpen] = useState(false);
+  // A new form (empty fields) after each widget added, and a status saying it was.
+  const [round, setRound] = useState(0);
+  const [status, setStatus] = useState('');
   return (
     <details class="new" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>Add widget</summary>
-      {open && <WidgetForm dashboardId={dashboardId} position={position} onSaved={onCreated} />}
+      <p role="status" class="muted">
+        {status}
+      </p>
+      {open && (
+        <WidgetForm
+          key={round}
+          dashboardId={dashboardId}
+          position={position}
+          onSaved={(title) => {
+            setRound(round + 1);
+            setStatus(`Widget added: ${title}.`);
+            onCreated();
+          }}
+        />
+      )}
     </details>
   );
 }
@@ -265,9 +310,10 @@ function WidgetForm({
   dashboardId: string;
   position: number;
   existing?: WidgetRecord;
-  onSaved: () => void;
+  onSaved: (title: string) => void;
   onCancel?: () => void;
 }) {
+  const initial = parseConfig(existing?.config ?? '{}');
   const [f, setF] = useState({
     title: existing?.title ?? '',
     type: existing?.type ?? ('BAR' as WidgetRecord['type']),
@@ -275,17 +321,39 @@ function WidgetForm({
     connectionId: existing?.connectionId ?? '',
     width: String(existing?.width ?? 6),
     height: String(existing?.height ?? 2),
+    // Null until typed in: the add form then follows `position` (after the dashboard's last widget).
+    position: existing ? String(existing.position) : (null as string | null),
     config: existing?.config ?? '{}',
+    markdown: initial.markdown ?? initial.text ?? '',
   });
   const [error, setError] = useState<ApiError | null>(null);
   const [preview, setPreview] = useState<Result | null>(null);
+  // Checked here before Preview asks the API (which needs a connection and a statement).
+  const [previewProblem, setPreviewProblem] = useState<{
+    field: 'connectionId' | 'query';
+    message: string;
+  } | null>(null);
   const errors = fieldErrors(error);
+  if (previewProblem) errors[previewProblem.field] ??= previewProblem.message;
   // Ids differ between the add form and the edit form, which can be open together.
   const prefix = existing ? 'e' : 'w';
   const set = (k: keyof typeof f) => (e: Event) =>
     setF({ ...f, [k]: (e.currentTarget as HTMLInputElement).value });
   const runPreview = async () => {
     setError(null);
+    setPreview(null);
+    const problem = !f.connectionId
+      ? ({ field: 'connectionId', message: 'Choose a connection to preview the widget.' } as const)
+      : !f.query.trim()
+        ? ({ field: 'query', message: 'Write the widget’s SQL to preview it.' } as const)
+        : null;
+    setPreviewProblem(problem);
+    if (problem) {
+      document
+        .getElementById(`${prefix}-${problem.field === 'connectionId' ? 'connection' : 'query'}`)
+        ?.focus();
+      return;
+    }
     try {
       setPreview(
         await ok(
@@ -299,18 +367,23 @@ function WidgetForm({
       setError(err as ApiError);
     }
   };
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  const submit = useSubmit(async () => {
     setError(null);
+    setPreviewProblem(null);
+    // A TEXT widget keeps its Markdown in config.markdown (the stored shape), typed in its own field.
+    const config =
+      f.type === 'TEXT'
+        ? JSON.stringify({ ...withoutText(parseConfig(f.config)), markdown: f.markdown })
+        : f.config;
     const body = {
       title: f.title,
       type: f.type,
       query: f.type === 'TEXT' ? null : f.query,
       connectionId: f.type === 'TEXT' ? null : f.connectionId || null,
-      config: f.config,
+      config,
       width: Number(f.width),
       height: Number(f.height),
-      position,
+      position: f.position === null ? position : Number(f.position),
     };
     try {
       if (existing)
@@ -322,31 +395,43 @@ function WidgetForm({
         );
       else await ok(api.POST('/dashboards/{id}/widgets', { params: { path: { id: dashboardId } }, body }));
       setPreview(null);
-      onSaved();
+      onSaved(f.title);
     } catch (err) {
       setError(err as ApiError);
     }
-  };
-  const text = (k: keyof typeof f, label: string) => (
+  });
+  const problem = (k: string) =>
+    errors[k] && (
+      <span id={`${prefix}-${k}-error`} class="field-error">
+        {errors[k]}
+      </span>
+    );
+  const invalid = (k: string) => ({
+    'aria-invalid': errors[k] ? true : undefined,
+    'aria-describedby': errors[k] ? `${prefix}-${k}-error` : undefined,
+  });
+  const text = (k: keyof typeof f, label: string, numeric = false) => (
     <div class="field">
       <label for={`${prefix}-${k}`}>{label}</label>
       <input
         id={`${prefix}-${k}`}
-        value={f[k]}
+        inputMode={numeric ? 'numeric' : undefined}
+        value={f[k] ?? String(position)}
         onInput={set(k)}
-        aria-invalid={errors[k] ? true : undefined}
-        aria-describedby={errors[k] ? `${prefix}-${k}-error` : undefined}
+        {...invalid(k)}
       />
-      {errors[k] && (
-        <span id={`${prefix}-${k}-error`} class="field-error">
-          {errors[k]}
-        </span>
-      )}
+      {problem(k)}
     </div>
   );
   return (
     <>
-      <form onSubmit={submit} class="stack">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          submit.run();
+        }}
+        class="stack"
+      >
         {text('title', 'Widget title')}
         <div class="field">
           <label for={`${prefix}-type`}>Widget type</label>
@@ -357,21 +442,50 @@ function WidgetForm({
           </select>
         </div>
         {f.type !== 'TEXT' && (
-          <ConnectionSelect
-            id={`${prefix}-connection`}
-            value={f.connectionId}
-            onChange={(v) => setF({ ...f, connectionId: v })}
-          />
+          <>
+            <ConnectionSelect
+              id={`${prefix}-connection`}
+              value={f.connectionId}
+              onChange={(v) => {
+                setF({ ...f, connectionId: v });
+                if (v && previewProblem?.field === 'connectionId') setPreviewProblem(null);
+              }}
+            />
+            {problem('connectionId')}
+          </>
         )}
         {f.type !== 'TEXT' && (
           <div class="field">
             <label for={`${prefix}-query`}>Widget SQL</label>
-            <textarea id={`${prefix}-query`} class="code" rows={4} value={f.query} onInput={set('query')} />
+            <textarea
+              id={`${prefix}-query`}
+              class="code"
+              rows={4}
+              value={f.query}
+              onInput={set('query')}
+              {...invalid('query')}
+            />
+            {problem('query')}
           </div>
         )}
-        {text('config', 'Options (JSON: x, y, markdown, cacheSeconds)')}
-        {text('width', 'Width (1–12 columns)')}
-        {text('height', 'Height (rows)')}
+        {f.type === 'TEXT' ? (
+          <div class="field">
+            <label for={`${prefix}-markdown`}>Markdown</label>
+            <textarea
+              id={`${prefix}-markdown`}
+              rows={8}
+              value={f.markdown}
+              onInput={set('markdown')}
+              {...invalid('config')}
+            />
+            {problem('config')}
+          </div>
+        ) : (
+          text('config', 'Options (JSON: x, y, cacheSeconds)')
+        )}
+        {text('width', 'Width (1–12 columns)', true)}
+        {text('height', 'Height (rows)', true)}
+        {text('position', 'Position (order on the dashboard)', true)}
         <ErrorAlert error={error} />
         <p>
           {f.type !== 'TEXT' && (
@@ -379,7 +493,9 @@ function WidgetForm({
               Preview
             </button>
           )}{' '}
-          <button type="submit">{existing ? 'Save widget' : 'Add widget'}</button>
+          <button type="submit" disabled={submit.busy}>
+            {existing ? 'Save widget' : 'Add widget'}
+          </button>
           {onCancel && (
             <>
               {' '}
@@ -402,4 +518,10 @@ function WidgetForm({
       )}
     </>
   );
+}
+
+/** A config without the older `text` key, which `markdown` replaces when the Markdown field is saved. */
+function withoutText<T extends { text?: unknown }>(config: T): Omit<T, 'text'> {
+  const { text: _text, ...rest } = config;
+  return rest;
 }
