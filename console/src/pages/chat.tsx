@@ -178,6 +178,7 @@ export function ChatPage() {
         </div>
         <section aria-labelledby="conv-title">
           <h2 id="conv-title">Conversations</h2>
+          <ErrorAlert error={conversations.error} />
           <ul class="history">
             {(conversations.data ?? []).map((c) => (
               <li key={c.id}>
