@@ -99,7 +99,7 @@ test('Approvals → History: decisions made through the API by another admin, wi
   await item(ids.approved)
     .getByRole('button', { name: `Show the result of query ${ids.approved}` })
     .click();
-  await expect(item(ids.approved).getByText('1 rows affected')).toBeVisible();
+  await expect(item(ids.approved).getByText('1 row affected')).toBeVisible();
 
   await page.getByLabel('Show').selectOption({ label: 'Rejected' });
   await expect(history.getByRole('article')).toHaveCount(1);
@@ -131,6 +131,10 @@ test('Approvals as a member: no review list (403 explained, not an error), their
   expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
   const history = page.getByRole('region', { name: 'History' });
   await expect(history.getByRole('article', { name: `Query ${ids.approved}` })).toBeVisible();
+  // A member cannot list members: their own id reads "you", others' ids are not shown.
+  const mine = history.getByRole('article', { name: `Query ${ids.approved}` });
+  await expect(mine.getByText(/^you, /)).toBeVisible();
+  await expect(mine.getByText('another user')).toBeVisible();
   await expect(history.getByRole('article', { name: `Query ${ids.rejected}` })).toBeVisible();
   expect(await page.getByRole('alert').count()).toBe(0);
   await expectAccessible(page, 'approvals as a member');

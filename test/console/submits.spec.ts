@@ -65,6 +65,10 @@ test('Query: Ctrl+Enter pressed three times runs the statement once; a double cl
   const alert = page.getByRole('alert');
   await expect(alert).toContainText('READ_ONLY_VIOLATION');
   await expect(alert).toContainText('nobody approves their own submission');
+  // Editing the statement withdraws the offer (it was about the refused text); restoring it brings it back.
+  await page.getByLabel('SQL').fill(`UPDATE ${T} SET label = 'other' WHERE id = 2`);
+  await expect(alert.getByRole('button', { name: 'Submit for approval' })).toHaveCount(0);
+  await page.getByLabel('SQL').fill(write);
   await alert.getByLabel('Why (shown to the reviewer, optional)').fill(`fix label ${suffix}`);
   await alert.getByRole('button', { name: 'Submit for approval' }).dblclick();
   await expect(page.getByRole('status').getByText(/Submitted for approval/)).toBeVisible();

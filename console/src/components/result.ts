@@ -34,3 +34,6 @@ export function toCsv(r: Result): string {
     .map((l) => `${l.join(',')}\r\n`)
     .join('');
 }
+
+/** "1 row", "2 rows": a count with its noun. */
+export const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;

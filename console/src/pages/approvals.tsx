@@ -1,7 +1,7 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, ok, okPage } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
-import type { Result } from '../components/result';
+import { count, type Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
 import { useMe } from '../me';
@@ -26,9 +26,14 @@ export function ApprovalsPage() {
   const pending = useLoad(() => ok(api.GET('/queries/pending', { params: { query: { pageSize: 100 } } })));
   // Names of submitters and reviewers: admins may list members; anyone else sees user ids.
   const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
+  const me = useMe();
   const names = new Map((members.data ?? []).map((m) => [m.id, m.name]));
   const who = (id: string | null) =>
-    id === 'auto' ? 'automatic (approval rule)' : (names.get(id ?? '') ?? id);
+    id === 'auto'
+      ? 'automatic (approval rule)'
+      : id && id === me?.userId
+        ? 'you'
+        : (names.get(id ?? '') ?? (me?.role === 'admin' ? id : 'another user'));
   const [filter, setFilter] = useState<string>(FILTERS[0].status);
   const [page, setPage] = useState(1);
   const history = useLoad(
@@ -46,15 +51,34 @@ export function ApprovalsPage() {
   const [rejecting, setRejecting] = useState<string | null>(null);
   const [reason, setReason] = useState('');
 
-  const me = useMe();
+  /** What the last decision did, announced and focused (keyboard users land on it, not on the page body). */
+  const [decided, setDecided] = useState<string | null>(null);
+  const announce = useRef<HTMLParagraphElement>(null);
+  useEffect(() => {
+    if (decided) announce.current?.focus();
+  }, [decided]);
   // One decision at a time: a double click sends one approve call.
   const deciding = useSubmit(async (id: string, approve: boolean) => {
     setError(null);
+    setDecided(null);
+    if (!approve && !reason.trim()) {
+      setError(
+        new ApiError(400, 'VALIDATION_ERROR', 'Give a reason for the rejection: the submitter sees it.'),
+      );
+      return;
+    }
     try {
       const r = approve
         ? await ok(api.POST('/queries/{id}/approve', { params: { path: { id } }, body: {} }))
-        : await ok(api.POST('/queries/{id}/reject', { params: { path: { id } }, body: { note: reason } }));
+        : await ok(
+            api.POST('/queries/{id}/reject', { params: { path: { id } }, body: { note: reason.trim() } }),
+          );
       setOutcomes((o) => ({ ...o, [id]: r.result as Outcome }));
+      setDecided(
+        r.status === 'APPROVED'
+          ? `Approved and run${r.result && 'rowsAffected' in r.result ? ` (${count(Number(r.result.rowsAffected), 'row')} affected)` : ''}. It is in the history below.`
+          : 'Rejected. It is in the history below.',
+      );
       setRejecting(null);
       setReason('');
     } catch (err) {
@@ -71,6 +95,11 @@ export function ApprovalsPage() {
     <>
       <h1>Approvals</h1>
       <ErrorAlert error={error} />
+      {decided && (
+        <p role="status" tabIndex={-1} ref={announce} class="ok">
+          {decided}
+        </p>
+      )}
       {/* Members may not list members (names then stay user ids); an admin is told when the list fails. */}
       {me?.role === 'admin' && <ErrorAlert error={members.error} />}
       <h2>Pending</h2>
@@ -267,7 +296,7 @@ function ApprovedResult({ id, known }: { id: string; known: Outcome }) {
   return (
     <>
       {loaded.columns?.length > 0 && <ResultTable result={loaded} />}
-      {loaded.rowsAffected !== undefined && <p>{loaded.rowsAffected} rows affected</p>}
+      {loaded.rowsAffected !== undefined && <p>{count(loaded.rowsAffected, 'row')} affected</p>}
     </>
   );
 }

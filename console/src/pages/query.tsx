@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ConnectionSelect, useConnections } from '../components/connection-select';
 import { ErrorAlert, useLoad } from '../components/load';
-import type { Result } from '../components/result';
+import { count, type Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
 import { useMe } from '../me';
@@ -14,12 +14,12 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
   const [sql, setSql] = useState('');
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
+  /** The statement the API refused as a write, and where: what "Submit for approval" sends. */
+  const [refusal, setRefusal] = useState<{ sql: string; conn: string } | null>(null);
   const [submitted, setSubmitted] = useState<string | null>(null);
   const [context, setContext] = useState('');
   const me = useMe();
   const connections = useConnections().data;
-  const selected = connections?.find((c) => c.id === conn);
-  const writable = selected?.readOnly === false;
   const history = useLoad(
     () =>
       conn
@@ -36,7 +36,9 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
       return;
     }
     setError(null);
+    setRefusal(null);
     setSubmitted(null);
+    const ran = { sql, conn };
     try {
       setResult(
         await ok(api.POST('/connections/{id}/query', { params: { path: { id: conn } }, body: { sql } })),
@@ -44,6 +46,7 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
     } catch (err) {
       setResult(null);
       setError(err as ApiError);
+      if ((err as ApiError).code === 'READ_ONLY_VIOLATION') setRefusal(ran);
     } finally {
       history.reload();
     }
@@ -53,20 +56,28 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
     void running.run();
   };
   const submitting = useSubmit(async () => {
+    if (!refusal) return;
     try {
       const r = await ok(
         api.POST('/queries/submit', {
-          body: { connectionId: conn, query: sql, ...(context.trim() ? { context: context.trim() } : {}) },
+          body: {
+            connectionId: refusal.conn,
+            query: refusal.sql,
+            ...(context.trim() ? { context: context.trim() } : {}),
+          },
         }),
       );
       setSubmitted((r as { id: string }).id);
       setContext('');
+      setRefusal(null);
       setError(null);
     } catch (err) {
       setError(err as ApiError);
     }
   });
-  const refused = error?.code === 'READ_ONLY_VIOLATION' && conn;
+  // The refusal stands for the statement and connection it was about: editing either withdraws the offer.
+  const refused = refusal !== null && refusal.sql === sql && refusal.conn === conn;
+  const refusedOn = connections?.find((c) => c.id === refusal?.conn);
   return (
     <>
       <h1>Query</h1>
@@ -91,7 +102,7 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
         </button>
       </form>
       <ErrorAlert error={error}>
-        {refused && writable && (
+        {refused && refusedOn?.readOnly === false && (
           <div class="stack">
             <p>
               This statement changes data. It runs only after review:{' '}
@@ -113,9 +124,9 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
             </button>
           </div>
         )}
-        {refused && !writable && (
+        {refused && refusedOn?.readOnly !== false && (
           <p>
-            {selected?.name ?? 'This connection'} is read-only: statements that change data are never run or
+            {refusedOn?.name ?? 'This connection'} is read-only: statements that change data are never run or
             submitted for approval on it.
           </p>
         )}
@@ -147,7 +158,7 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
                   <span class={`badge ${h.status.toLowerCase()}`}>{h.status}</span>{' '}
                   <span class="muted">
                     {h.rowCount !== null && h.rowCount !== undefined
-                      ? `${h.rowCount} rows · ${h.executionTime ?? 0} ms · `
+                      ? `${count(h.rowCount, 'row')} · ${h.executionTime ?? 0} ms · `
                       : ''}
                     {new Date(h.createdAt).toLocaleString()}
                     {h.error ? ` · ${h.error}` : ''}
