@@ -311,13 +311,16 @@ export const tools: ToolDef[] = [
   {
     name: 'get_widget_data',
     title: 'Get widget data',
-    description: "A dashboard widget's data: the result of its query (from the widget cache when fresh).",
+    description:
+      'A dashboard widget\'s data: the result of its query (from the widget cache when fresh; refresh "true" runs it now and replaces the cached result).',
     endpoint: dashboardsApi.getWidgetData,
-    args: { dashboardId: ['params', 'id'], widgetId: ['params', 'widgetId'] },
+    args: { dashboardId: ['params', 'id'], widgetId: ['params', 'widgetId'], refresh: ['query', 'refresh'] },
     readOnly: true,
     output: () => responseOf(dashboardsApi.getWidgetData),
     run: async (ctx, req) =>
-      (await import('../dashboards/widgets')).widgetData(ctx, req.params.id, req.params.widgetId) as never,
+      (await import('../dashboards/widgets')).widgetData(ctx, req.params.id, req.params.widgetId, {
+        refresh: req.query.refresh === 'true',
+      }) as never,
     text: (d) => resultText(d, [d.cached ? `From the widget cache (${d.cachedAt}).` : 'Fresh result.']),
   },
   {

@@ -385,6 +385,27 @@ describe('MCP endpoint', () => {
         cached: true,
         cachedAt: data.structuredContent.cachedAt,
       });
+      // refresh "true" skips the widget cache: a row added since shows at once and becomes the cached answer.
+      dbs.sqlite.exec(`INSERT INTO ${T} (id, name) VALUES (99, 'added later')`);
+      const cached = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: widget.id });
+      expect(cached.structuredContent.cached).toBe(true);
+      expect(cached.structuredContent.rows).toEqual(ROWS);
+      const fresh = await callTool(mcp, 'get_widget_data', {
+        dashboardId: dash.id,
+        widgetId: widget.id,
+        refresh: 'true',
+      });
+      expect(fresh.structuredContent.cached).toBe(false);
+      expect(fresh.structuredContent.rows).toEqual([...ROWS, { id: 99, name: 'added later' }]);
+      const after = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: widget.id });
+      expect(after.structuredContent).toMatchObject({ cached: true, rows: fresh.structuredContent.rows });
+      dbs.sqlite.exec(`DELETE FROM ${T} WHERE id = 99`);
+      const bad = await callTool(mcp, 'get_widget_data', {
+        dashboardId: dash.id,
+        widgetId: widget.id,
+        refresh: 'yes',
+      });
+      expect(bad.isError).toBe(true);
       const missing = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: 'nope' });
       expect(missing.structuredContent.error.code).toBe('NOT_FOUND');
     });
