@@ -48,6 +48,32 @@ test('Workflows: a double-clicked "Run now" runs once; an unknown workflow id sa
   expect(stored.body.data).toHaveLength(1);
   await expect(runs).toHaveCount(1);
 
+  // A deep link to a workflow beyond the first page of the list (the list is newest first) shows it.
+  const fillers: string[] = [];
+  for (let i = 0; i < PAGE_SIZE; i++) {
+    const r = await s.call('POST', '/workflows', {
+      body: {
+        name: `filler ${suffix} ${i}`,
+        triggerType: 'MANUAL',
+        connectionId: demo.id,
+        steps: [{ query: 'SELECT 1 AS one' }],
+      },
+    });
+    expect(r.status, r.text).toBe(201);
+    fillers.push(r.body.data.id);
+  }
+  try {
+    await page.goto(`${page.url().split('#')[0]}#/workflows`);
+    await page.reload();
+    await expect(page.getByRole('navigation', { name: 'Workflows pages' })).toContainText('Page 1 of');
+    await expect(page.getByRole('link', { name })).toHaveCount(0);
+    await page.goto(`${page.url().split('#')[0]}#/workflows/${id}`);
+    await expect(page.getByRole('heading', { level: 2, name })).toBeVisible();
+    await expect(page.getByRole('list', { name: 'Runs' }).getByRole('listitem')).toHaveCount(1);
+  } finally {
+    for (const f of fillers) await s.call('DELETE', `/workflows/${f}`);
+  }
+
   await page.goto(`${page.url().split('#')[0]}#/workflows/wf_missing_${suffix}`);
   await expect(page.getByRole('alert')).toContainText('Workflow not found');
   await expectAccessible(page, 'workflow not found');
