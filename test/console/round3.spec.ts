@@ -32,7 +32,7 @@ test('Workflows: a double-clicked "Run now" runs once; an unknown workflow id sa
       name,
       triggerType: 'MANUAL',
       connectionId: demo.id,
-      steps: [{ name: 'plans', query: 'SELECT count(*) AS n FROM plans' }],
+      steps: [{ name: `plans ${HOSTILE}`, query: 'SELECT count(*) AS n FROM plans' }],
     },
   });
   expect(created.status, created.text).toBe(201);
@@ -47,6 +47,7 @@ test('Workflows: a double-clicked "Run now" runs once; an unknown workflow id sa
   const stored = await s.call('GET', `/workflows/${id}/runs`);
   expect(stored.body.data).toHaveLength(1);
   await expect(runs).toHaveCount(1);
+  await expectInert(page);
 
   // A deep link to a workflow beyond the first page of the list (the list is newest first) shows it.
   const fillers: string[] = [];
