@@ -5,8 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
  * no path of the API's origin needs a fallback rule, locally or behind CloudFront.
  */
 export function useRoute(): string[] {
-  const read = () =>
-    (location.hash.replace(/^#\/?/, '') || 'dashboards').split('/').map((p) => decodeURIComponent(p));
+  const read = () => parseHash(location.hash);
   const [route, setRoute] = useState(read);
   useEffect(() => {
     const on = () => setRoute(read());
@@ -14,6 +13,21 @@ export function useRoute(): string[] {
     return () => removeEventListener('hashchange', on);
   }, []);
   return route;
+}
+
+/** A route that matches no page: the shell shows "Not found" (with its navigation and Sign out). */
+export const BAD_ROUTE = ['not-found'];
+
+/**
+ * The hash's parts, decoded; a malformed escape (`#/dashboards/%E0%A4%A`, typed or pasted) is a route to
+ * no page, never an exception that would blank the whole console.
+ */
+export function parseHash(hash: string): string[] {
+  try {
+    return (hash.replace(/^#\/?/, '') || 'dashboards').split('/').map((p) => decodeURIComponent(p));
+  } catch {
+    return BAD_ROUTE;
+  }
 }
 
 export const href = (...parts: string[]) => `#/${parts.map(encodeURIComponent).join('/')}`;

@@ -1,16 +1,31 @@
 import { useState } from 'preact/hooks';
-import { ApiError, api, ok } from '../api/client';
+import { ApiError, api, ok, okPage } from '../api/client';
 import { AdminOnly } from '../components/admin-only';
-import { type Connection, useConnections } from '../components/connection-select';
+import { Confirm } from '../components/confirm';
+import type { Connection } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { Pager, usePaged } from '../components/pager';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
 
 /** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
 export function ConnectionsPage({ id }: { id?: string }) {
-  const list = useConnections();
-  const selected = list.data?.find((c) => c.id === id);
+  const list = usePaged((query) => okPage(api.GET('/connections', { params: { query } })));
+  const listed = list.data?.find((c) => c.id === id);
+  // A deep link to a connection on another page of the list (or to none) reads it by its id.
+  const direct = useLoad(
+    () =>
+      id && list.data && !listed
+        ? ok(api.GET('/connections/{id}', { params: { path: { id } } }))
+        : Promise.resolve(null),
+    [id, !!list.data, !!listed],
+  );
+  const selected = listed ?? direct.data ?? undefined;
+  const reload = () => {
+    list.reload();
+    direct.reload();
+  };
   return (
     <>
       <h1>Connections</h1>
@@ -56,13 +71,20 @@ export function ConnectionsPage({ id }: { id?: string }) {
               ))}
             </tbody>
           </table>
+          <Pager label="Connections" list={list} />
           <AdminOnly>
             <ConnectionForm onSaved={() => list.reload()} />
           </AdminOnly>
         </section>
-        {selected && (
-          <ConnectionDetail key={selected.id} connection={selected} onChanged={() => list.reload()} />
+        {direct.error instanceof ApiError && direct.error.status === 404 ? (
+          <p role="alert" class="alert">
+            Connection not found: there is no connection with the id “{id}” that this key can see.{' '}
+            <a href={href('connections')}>Show all connections</a>.
+          </p>
+        ) : (
+          <ErrorAlert error={direct.error} />
         )}
+        {selected && <ConnectionDetail key={selected.id} connection={selected} onChanged={reload} />}
       </div>
     </>
   );
@@ -101,6 +123,8 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
   });
   const runTest = async () => {
     setTesting(true);
+    // The previous test's outcome goes away: what shows is always this test's.
+    setTest(null);
     setTestError(null);
     try {
       setTest(await ok(api.POST('/connections/{id}/test', { params: { path: { id: c.id } } })));
@@ -156,6 +180,7 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
         </section>
       )}
       <AdminOnly>
+        <ConnectionAdmin connection={c} onChanged={onChanged} />
         <ConnectionForm existing={c} onSaved={onChanged} />
       </AdminOnly>
       <h3>Schema</h3>
@@ -239,6 +264,57 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
         </details>
       ))}
     </section>
+  );
+}
+
+/** Admins turn a connection off and on (PATCH isActive) and delete it after an in-page confirmation. */
+function ConnectionAdmin({ connection: c, onChanged }: { connection: Connection; onChanged: () => void }) {
+  const [error, setError] = useState<ApiError | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const toggling = useSubmit(async () => {
+    setError(null);
+    try {
+      await ok(
+        api.PATCH('/connections/{id}', { params: { path: { id: c.id } }, body: { isActive: !c.isActive } }),
+      );
+      onChanged();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  });
+  const deleting = useSubmit(async () => {
+    setError(null);
+    try {
+      await ok(api.DELETE('/connections/{id}', { params: { path: { id: c.id } } }));
+      setConfirming(false);
+      location.hash = href('connections');
+      onChanged();
+    } catch (err) {
+      setConfirming(false);
+      setError(err as ApiError);
+    }
+  });
+  const busy = toggling.busy || deleting.busy;
+  return (
+    <>
+      <p>
+        <button type="button" class="secondary" onClick={() => toggling.run()} disabled={busy}>
+          {c.isActive ? 'Deactivate' : 'Activate'}
+        </button>{' '}
+        <button type="button" class="secondary" onClick={() => setConfirming(true)} disabled={busy}>
+          Delete connection
+        </button>
+      </p>
+      {confirming && (
+        <Confirm
+          question={`Delete the connection “${c.name}”? Its stored credentials, schema and annotations are deleted; this cannot be undone.`}
+          action="Delete"
+          onConfirm={() => deleting.run()}
+          onCancel={() => setConfirming(false)}
+        />
+      )}
+      <ErrorAlert error={error} />
+    </>
   );
 }
 

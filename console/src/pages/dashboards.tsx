@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
@@ -14,7 +15,7 @@ export function DashboardsPage({ id }: { id?: string }) {
 }
 
 function DashboardList() {
-  const list = useLoad(() => ok(api.GET('/dashboards', { params: { query: { pageSize: 100 } } })));
+  const list = usePaged((query) => okPage(api.GET('/dashboards', { params: { query } })));
   const [title, setTitle] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
   const create = useSubmit(async () => {
@@ -40,6 +41,7 @@ function DashboardList() {
         ))}
       </ul>
       {list.data?.length === 0 && <p class="muted">No dashboards yet.</p>}
+      <Pager label="Dashboards" list={list} />
       <form
         onSubmit={(e) => {
           e.preventDefault();

@@ -1,8 +1,11 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
-import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { type ApiError, api, ok, okPage } from '../api/client';
+import { fieldErrors } from '../components/field-errors';
+import { ErrorAlert, Loading } from '../components/load';
+import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
+import { useSubmit } from '../components/use-submit';
 
 interface ParamDef {
   name: string;
@@ -30,7 +33,7 @@ function defsOf(json: string): ParamDef[] {
 
 /** Saved queries: each runs with a form generated from its parameter definitions. */
 export function SavedQueriesPage() {
-  const list = useLoad(() => ok(api.GET('/saved-queries', { params: { query: { pageSize: 100 } } })));
+  const list = usePaged((query) => okPage(api.GET('/saved-queries', { params: { query } })));
   return (
     <>
       <h1>Saved queries</h1>
@@ -44,6 +47,7 @@ export function SavedQueriesPage() {
           </li>
         ))}
       </ul>
+      <Pager label="Saved queries" list={list} />
     </>
   );
 }
@@ -54,11 +58,17 @@ function SavedQuery({
   query: { id: string; name: string; description: string | null; query: string; parameters: string };
 }) {
   const defs = defsOf(q.parameters);
-  const [values, setValues] = useState<Record<string, string | boolean>>({});
+  // A checkbox has no "empty": a boolean starts false and is always sent, checked or not.
+  const [values, setValues] = useState<Record<string, string | boolean>>(() =>
+    Object.fromEntries(defs.filter((d) => d.type === 'boolean').map((d) => [d.name, false])),
+  );
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const run = async (e: Event) => {
-    e.preventDefault();
+  // The API names a parameter's problem as `body.params.<name>` (or `params.<name>`).
+  const errors = Object.fromEntries(
+    Object.entries(fieldErrors(error)).map(([path, message]) => [path.replace(/^params\./, ''), message]),
+  );
+  const running = useSubmit(async () => {
     setError(null);
     const params: Record<string, unknown> = {};
     for (const d of defs) {
@@ -74,6 +84,10 @@ function SavedQuery({
       setResult(null);
       setError(err as ApiError);
     }
+  });
+  const run = (e: Event) => {
+    e.preventDefault();
+    void running.run();
   };
   return (
     <article aria-labelledby={`sq-${q.id}`}>
@@ -94,6 +108,9 @@ function SavedQuery({
               {...({ type: INPUT[d.type] ?? 'text' } as { type: 'text' })}
               step={d.type === 'number' ? 'any' : undefined}
               required={d.required && d.type !== 'boolean'}
+              checked={d.type === 'boolean' ? values[d.name] === true : undefined}
+              aria-invalid={errors[d.name] ? true : undefined}
+              aria-describedby={errors[d.name] ? `sq-${q.id}-${d.name}-error` : undefined}
               onInput={(e) =>
                 setValues({
                   ...values,
@@ -101,9 +118,14 @@ function SavedQuery({
                 })
               }
             />
+            {errors[d.name] && (
+              <span id={`sq-${q.id}-${d.name}-error`} class="field-error">
+                {errors[d.name]}
+              </span>
+            )}
           </div>
         ))}
-        <button type="submit" aria-label={`Run ${q.name}`}>
+        <button type="submit" aria-label={`Run ${q.name}`} disabled={running.busy}>
           Run
         </button>
       </form>

@@ -1,8 +1,12 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { type ApiError, api, ok, okPage } from '../api/client';
+import { Confirm } from '../components/confirm';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
-import { isAdmin, loadMe } from '../me';
+import { Pager, usePaged } from '../components/pager';
+import { useSubmit } from '../components/use-submit';
+import { isAdmin, loadMe, useMe } from '../me';
+import { session } from '../session';
 import { Members } from './members';
 import { Webhooks } from './webhooks';
 
@@ -34,13 +38,31 @@ export function SettingsPage() {
   );
 }
 
+/** A key's scopes as the API stores them (a JSON array in a string), shown as a readable list. */
+export function scopesText(json: string): string {
+  try {
+    const v: unknown = JSON.parse(json);
+    if (Array.isArray(v)) return v.map((x) => (x === '*' ? 'all (*)' : String(x))).join(', ') || 'none';
+  } catch {
+    // shown as it came below
+  }
+  return json;
+}
+
 function Keys() {
-  const keys = useLoad(() => ok(api.GET('/keys', { params: { query: { pageSize: 100 } } })));
+  const me = useMe();
+  const keys = usePaged((query) => okPage(api.GET('/keys', { params: { query } })));
+  // Owners by name: the list gives each key's userId (admins may read the members).
+  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
+  const owner = (userId: string) =>
+    `${members.data?.find((m) => m.id === userId)?.name ?? userId}${userId === me?.userId ? ' (you)' : ''}`;
+  const signedInKey = session.key() ?? '';
+  const isThisKey = (prefix: string) => prefix.length > 0 && signedInKey.startsWith(prefix);
   const [name, setName] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const create = async (e: Event) => {
-    e.preventDefault();
+  const [revoking, setRevoking] = useState<{ id: string; name: string; prefix: string } | null>(null);
+  const creating = useSubmit(async () => {
     setError(null);
     try {
       const k = await ok(api.POST('/keys', { body: { name } }));
@@ -50,15 +72,18 @@ function Keys() {
     } catch (err) {
       setError(err as ApiError);
     }
-  };
-  const revoke = async (id: string) => {
+  });
+  const revocation = useSubmit(async (id: string) => {
+    setError(null);
     try {
       await ok(api.DELETE('/keys/{id}', { params: { path: { id } } }));
+      setRevoking(null);
       keys.reload();
     } catch (err) {
+      setRevoking(null);
       setError(err as ApiError);
     }
-  };
+  });
   return (
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">API keys</h2>
@@ -68,6 +93,7 @@ function Keys() {
           <tr>
             <th scope="col">Name</th>
             <th scope="col">Prefix</th>
+            <th scope="col">Owner</th>
             <th scope="col">Scopes</th>
             <th scope="col">Last used</th>
             <th scope="col">
@@ -78,18 +104,23 @@ function Keys() {
         <tbody>
           {(keys.data ?? []).map((k) => (
             <tr key={k.id}>
-              <td>{k.name}</td>
+              <td>
+                {k.name}
+                {isThisKey(k.keyPrefix) && <span class="badge success"> this key</span>}
+              </td>
               <td>
                 <code>{k.keyPrefix}</code>
               </td>
-              <td>{k.scopes}</td>
+              <td>{owner(k.userId)}</td>
+              <td>{scopesText(k.scopes)}</td>
               <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}</td>
               <td>
                 <button
                   type="button"
                   class="link"
-                  onClick={() => revoke(k.id)}
+                  onClick={() => setRevoking({ id: k.id, name: k.name, prefix: k.keyPrefix })}
                   aria-label={`Revoke ${k.name}`}
+                  disabled={revocation.busy}
                 >
                   Revoke
                 </button>
@@ -98,12 +129,33 @@ function Keys() {
           ))}
         </tbody>
       </table>
-      <form onSubmit={create} class="inline">
+      <Pager label="API keys" list={keys} />
+      {revoking && (
+        <Confirm
+          question={
+            isThisKey(revoking.prefix)
+              ? `Revoke “${revoking.name}”? It is the key you are signed in with: you will be signed out.`
+              : `Revoke “${revoking.name}”? Anything using it stops working.`
+          }
+          action="Revoke key"
+          onConfirm={() => revocation.run(revoking.id)}
+          onCancel={() => setRevoking(null)}
+        />
+      )}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void creating.run();
+        }}
+        class="inline"
+      >
         <div class="field">
           <label for="key-name">New key name</label>
           <input id="key-name" value={name} required onInput={(e) => setName(e.currentTarget.value)} />
         </div>
-        <button type="submit">Create key</button>
+        <button type="submit" disabled={creating.busy}>
+          Create key
+        </button>
       </form>
       {created && <Once label="The new API key." value={created} />}
     </section>

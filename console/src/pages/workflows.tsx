@@ -1,13 +1,28 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { ApiError, api, ok, okPage } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { Pager, usePaged } from '../components/pager';
 import { ResultTable } from '../components/result-table';
+import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
 
 /** Workflows: the list, one workflow's runs with step and action results, a manual run and publishing. */
 export function WorkflowsPage({ id }: { id?: string }) {
-  const list = useLoad(() => ok(api.GET('/workflows', { params: { query: { pageSize: 100 } } })));
-  const selected = list.data?.find((w) => w.id === id);
+  const list = usePaged((query) => okPage(api.GET('/workflows', { params: { query } })));
+  const listed = list.data?.find((w) => w.id === id);
+  // A deep link to a workflow on another page of the list (or to none) reads it by its id.
+  const direct = useLoad(
+    () =>
+      id && list.data && !listed
+        ? ok(api.GET('/workflows/{id}', { params: { path: { id } } }))
+        : Promise.resolve(null),
+    [id, !!list.data, !!listed],
+  );
+  const selected = listed ?? direct.data ?? undefined;
+  const reload = () => {
+    list.reload();
+    direct.reload();
+  };
   return (
     <>
       <h1>Workflows</h1>
@@ -39,7 +54,16 @@ export function WorkflowsPage({ id }: { id?: string }) {
           ))}
         </tbody>
       </table>
-      {selected && <WorkflowDetail key={selected.id} workflow={selected} onChanged={() => list.reload()} />}
+      <Pager label="Workflows" list={list} />
+      {direct.error instanceof ApiError && direct.error.status === 404 ? (
+        <p role="alert" class="alert">
+          Workflow not found: there is no workflow with the id “{id}” in your organization.{' '}
+          <a href={href('workflows')}>Show all workflows</a>.
+        </p>
+      ) : (
+        <ErrorAlert error={direct.error} />
+      )}
+      {selected && <WorkflowDetail key={selected.id} workflow={selected} onChanged={reload} />}
     </>
   );
 }
@@ -63,7 +87,7 @@ function WorkflowDetail({
   );
   const [error, setError] = useState<ApiError | null>(null);
   const [warnings, setWarnings] = useState<string[] | null>(null);
-  const runNow = async () => {
+  const running = useSubmit(async () => {
     setError(null);
     try {
       await ok(api.POST('/workflows/{id}/run', { params: { path: { id: w.id } } }));
@@ -72,9 +96,9 @@ function WorkflowDetail({
     } finally {
       runs.reload();
     }
-  };
+  });
   const [published, setPublished] = useState<string | null>(null);
-  const publish = async (acknowledge: boolean) => {
+  const publishing = useSubmit(async (acknowledge: boolean) => {
     setError(null);
     setPublished(null);
     try {
@@ -96,8 +120,8 @@ function WorkflowDetail({
       if (found?.length) setWarnings(found);
       else setError(e);
     }
-  };
-  const deactivate = async () => {
+  });
+  const deactivating = useSubmit(async () => {
     setError(null);
     setPublished(null);
     try {
@@ -106,7 +130,8 @@ function WorkflowDetail({
     } catch (err) {
       setError(err as ApiError);
     }
-  };
+  });
+  const busy = running.busy || publishing.busy || deactivating.busy;
   return (
     <section aria-labelledby="wf-title" class="detail">
       <h2 id="wf-title">{w.name}</h2>
@@ -118,16 +143,16 @@ function WorkflowDetail({
         ))}
       </ol>
       <p>
-        <button type="button" onClick={runNow}>
+        <button type="button" onClick={() => running.run()} disabled={busy}>
           Run now
         </button>{' '}
         {(!w.isActive || w.hasUnpublishedChanges) && (
-          <button type="button" class="secondary" onClick={() => publish(false)}>
+          <button type="button" class="secondary" onClick={() => publishing.run(false)} disabled={busy}>
             {w.isActive ? 'Publish changes' : 'Publish'}
           </button>
         )}{' '}
         {w.isActive && (
-          <button type="button" class="secondary" onClick={deactivate}>
+          <button type="button" class="secondary" onClick={() => deactivating.run()} disabled={busy}>
             Deactivate
           </button>
         )}
@@ -142,7 +167,7 @@ function WorkflowDetail({
               <li key={x}>{x}</li>
             ))}
           </ul>
-          <button type="button" onClick={() => publish(true)}>
+          <button type="button" onClick={() => publishing.run(true)} disabled={busy}>
             Publish anyway
           </button>
         </section>
