@@ -1,9 +1,10 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
+import { Pager, usePaged } from '../components/pager';
 import { useSubmit } from '../components/use-submit';
 
 type Member = { id: string; email: string; name: string; role: 'admin' | 'member'; connectionIds: string[] };
@@ -15,7 +16,7 @@ type ConnectionName = { id: string; name: string };
  * to remove or demote the last admin; its message is shown as it came.
  */
 export function Members() {
-  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
+  const members = usePaged((query) => okPage(api.GET('/members', { params: { query } })));
   const connections = useLoad(() => ok(api.GET('/connections', { params: { query: { pageSize: 100 } } })));
   const [editing, setEditing] = useState<string | null>(null);
   const [keyFor, setKeyFor] = useState<string | null>(null);
@@ -98,6 +99,7 @@ export function Members() {
           ))}
         </tbody>
       </table>
+      <Pager label="Members" list={members} />
       {removed && (
         <Confirm
           question={`Remove member “${removed.name}” and revoke their keys?`}
