@@ -38,7 +38,7 @@ export function Widget({
   widget: WidgetRecord;
   /** Buttons beside the title (Edit, Delete). */
   actions?: ComponentChildren;
-  /** Shown under the title, above the content (a confirmation asked about this widget). */
+  /** Shown under the title instead of the content while set (a confirmation asked about this widget). */
   notice?: ComponentChildren;
 }) {
   const [round, setRound] = useState(0);
@@ -99,16 +99,16 @@ export function Widget({
           {actions}
         </span>
       </header>
-      {notice}
-      {w.type === 'TEXT' ? (
-        <Markdown source={config.markdown ?? config.text ?? w.query ?? ''} />
-      ) : (
-        <>
-          <ErrorAlert error={data.error} />
-          {data.loading && !data.data && <Loading what="data" />}
-          {data.data && <WidgetBody type={w.type} result={data.data} config={config} title={w.title} />}
-        </>
-      )}
+      {notice ||
+        (w.type === 'TEXT' ? (
+          <Markdown source={config.markdown ?? config.text ?? w.query ?? ''} />
+        ) : (
+          <>
+            <ErrorAlert error={data.error} />
+            {data.loading && !data.data && <Loading what="data" />}
+            {data.data && <WidgetBody type={w.type} result={data.data} config={config} title={w.title} />}
+          </>
+        ))}
     </section>
   );
 }

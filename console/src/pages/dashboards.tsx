@@ -146,7 +146,7 @@ function Dashboard({ id }: { id: string }) {
                   </>
                 }
                 notice={
-                  // Asked inside the widget itself, where Delete was clicked, with the focus on Cancel.
+                  // Asked inside the widget itself (in place of its content), where Delete was clicked, with the focus on Cancel.
                   deleting === w.id && (
                     <Revealed focus="button.secondary">
                       <Confirm
