@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { Page } from '@playwright/test';
 import { placeSqlite } from '../support/connections';
+import type { TestServer } from '../support/server';
 import { expect, expectAccessible, HOSTILE, test } from './fixtures';
 
 /**
@@ -149,4 +151,104 @@ test('an error event mid-stream shows the alert, ends the turn and keeps the que
   await expect(article.nth(1).locator('.markdown')).toHaveText('Answered this time.');
   await expect(alert).toHaveCount(0);
   await expect(page.getByLabel('Question')).toHaveValue('');
+});
+
+/**
+ * The answer stored for the conversation that `question` started, once there is one. When the page closes
+ * the stream, the API stops the model and stores what was said so far; a stream read to its end stores the
+ * whole answer.
+ */
+async function storedAnswer(server: TestServer, question: string): Promise<string> {
+  let messages: string[] = [];
+  await expect
+    .poll(async () => {
+      const list = (await server.call('GET', '/conversations?pageSize=50')).body.data as {
+        id: string;
+        title: string;
+      }[];
+      const c = list.find((x) => x.title === question);
+      if (!c) return 0;
+      const convo = (await server.call('GET', `/conversations/${c.id}`)).body.data;
+      messages = convo.messages.map((m: { content: string }) => m.content);
+      return messages.length;
+    })
+    .toBe(2);
+  expect(messages[0]).toBe(question);
+  return messages[1];
+}
+
+/** The page closed the stream of SLOW: its stored answer stopped short. */
+function expectCutShort(answer: string): void {
+  expect(answer.length).toBeLessThan(SLOW.content.trim().length);
+}
+
+/** Asks a question whose answer streams slowly, and waits until part of it is on the page. */
+async function askSlowly(page: Page, question: string): Promise<void> {
+  await page.getByRole('navigation').getByRole('link', { name: 'Chat', exact: true }).click();
+  await page.getByLabel('Connection').selectOption(connectionId);
+  await page.getByLabel('Question').fill(question);
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const article = page.getByRole('article', { name: 'Answer' });
+  await expect(article).toHaveAttribute('aria-busy', 'true');
+  await expect(article.locator('.markdown')).toContainText('A slow answer');
+}
+
+const SLOW = { content: 'A slow answer that arrives in many small pieces. '.repeat(6), chunkDelayMs: 100 };
+
+test('"New conversation" while an answer streams closes that stream: none of it reaches the new conversation', async ({
+  adminPage: page,
+  server,
+  model,
+}) => {
+  model.reset();
+  model.script(SLOW, { content: 'A fresh answer.' });
+  const first = `Slow question ${Date.now()}`;
+  await askSlowly(page, first);
+  await page.getByRole('button', { name: 'New conversation' }).click();
+  const turns = page.locator('.turns > li');
+  await expect(turns).toHaveCount(0);
+  // The page closed the streaming request.
+  expectCutShort(await storedAnswer(server, first));
+  await expect(turns).toHaveCount(0);
+  await expect(page.getByRole('button', { name: 'Ask' })).toBeEnabled();
+
+  const second = `Fresh question ${Date.now()}`;
+  await page.getByLabel('Question').fill(second);
+  await page.getByRole('button', { name: 'Ask' }).click();
+  const article = page.getByRole('article', { name: 'Answer' });
+  await expect(article).toHaveAttribute('aria-busy', 'false');
+  await expect(page.locator('.turns .question')).toHaveText([second]);
+  await expect(article.locator('.markdown')).toHaveText('A fresh answer.');
+  await expect(page.getByRole('alert')).toHaveCount(0);
+  // The second question started its own conversation.
+  const list = (await server.call('GET', '/conversations?pageSize=50')).body.data as {
+    id: string;
+    title: string;
+  }[];
+  const fresh = list.find((c) => c.title.startsWith('Fresh question'));
+  const convo = (await server.call('GET', `/conversations/${fresh!.id}`)).body.data;
+  expect(convo.messages.map((m: { content: string }) => m.content)).toEqual([second, 'A fresh answer.']);
+});
+
+test('reopening a conversation while an answer streams closes that stream and shows only the reopened turns', async ({
+  adminPage: page,
+  server,
+  model,
+}) => {
+  model.reset();
+  const stored = `Stored question ${Date.now()}`;
+  model.script({ content: 'The stored answer.' });
+  const made = await server.call('POST', '/chat', { body: { message: stored, connectionId } });
+  expect(made.status, made.text).toBe(200);
+  model.script(SLOW);
+  const slow = `Slow question ${Date.now()}`;
+  await askSlowly(page, slow);
+  await page.getByRole('region', { name: 'Conversations' }).getByRole('button', { name: stored }).click();
+  await expect(page.locator('.turns .question')).toHaveText([stored]);
+  expectCutShort(await storedAnswer(server, slow));
+  await expect(page.locator('.turns .question')).toHaveText([stored]);
+  await expect(page.getByRole('article', { name: 'Answer' }).locator('.markdown')).toHaveText(
+    'The stored answer.',
+  );
+  await expect(page.getByRole('button', { name: stored })).toHaveAttribute('aria-current', 'true');
 });

@@ -52,14 +52,15 @@ async function newDashboard(server: TestServer, title: string): Promise<string> 
   return d.body.data.id;
 }
 
-/** The "Add widget" disclosure, opened. */
-async function addForm(page: Page): Promise<Locator> {
-  const details = page
-    .locator('details.new')
-    .filter({ has: page.locator('summary', { hasText: 'Add widget' }) });
+/** A disclosure of the dashboard page ("Add widget", "Edit dashboard"), opened. */
+async function disclosure(page: Page, summary: string): Promise<Locator> {
+  const details = page.locator('details.new').filter({ has: page.locator('summary', { hasText: summary }) });
   if (!(await details.evaluate((d: any) => d.open))) await details.locator('summary').click();
   return details;
 }
+
+/** The "Add widget" disclosure, opened. */
+const addForm = (page: Page) => disclosure(page, 'Add widget');
 
 async function fillWidget(
   form: Locator,
@@ -347,4 +348,189 @@ test('empty results say "No rows", long values stay readable, and Preview asks f
     page.getByRole('region', { name: 'Preview' }).getByText('No rows', { exact: true }),
   ).toBeVisible();
   await expectAccessible(page, 'dashboard edge cases');
+});
+
+test('going from one dashboard straight to another shows, edits and saves only the second', async ({
+  adminPage: page,
+  server,
+  origin,
+}) => {
+  const board = async (title: string, description: string) => {
+    const d = await server.call('POST', '/dashboards', { body: { title, description } });
+    expect(d.status, d.text).toBe(201);
+    return d.body.data.id as string;
+  };
+  const a = await board(`Alpha ${suffix}`, 'The first board');
+  const b = await board(`Beta ${suffix}`, 'The second board');
+  await page.goto(`${origin}/#/dashboards/${a}`);
+  await expect(page.getByRole('heading', { level: 1, name: `Alpha ${suffix}` })).toBeVisible();
+  // An edit begun on Alpha and left unsaved.
+  await disclosure(page, 'Edit dashboard');
+  await page.getByLabel('Dashboard title').fill('Alpha, typed and never saved');
+  // A link or the address bar goes straight to Beta: the same page, another id.
+  await page.evaluate((hash) => {
+    (globalThis as any).location.hash = hash;
+  }, `#/dashboards/${b}`);
+  await expect(page.getByRole('heading', { level: 1, name: `Beta ${suffix}` })).toBeVisible();
+  await expect(page.getByText('The second board', { exact: true })).toBeVisible();
+  await disclosure(page, 'Edit dashboard');
+  await expect(page.getByLabel('Dashboard title')).toHaveValue(`Beta ${suffix}`);
+  await expect(page.getByLabel('Dashboard description')).toHaveValue('The second board');
+  await page.getByLabel('Dashboard title').fill(`Beta renamed ${suffix}`);
+  await page.getByRole('button', { name: 'Save dashboard' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: `Beta renamed ${suffix}` })).toBeVisible();
+  expect((await server.call('GET', `/dashboards/${a}`)).body.data).toMatchObject({
+    title: `Alpha ${suffix}`,
+    description: 'The first board',
+  });
+  expect((await server.call('GET', `/dashboards/${b}`)).body.data).toMatchObject({
+    title: `Beta renamed ${suffix}`,
+    description: 'The second board',
+  });
+});
+
+test('Edit and Delete on a widget open where the eye and the focus are; closing gives the focus back', async ({
+  adminPage: page,
+  server,
+  origin,
+}) => {
+  const id = await newDashboard(server, `Tall ${suffix}`);
+  // Four full-width widgets three rows high: the grid is far taller than the 900 px window.
+  for (const n of [1, 2, 3, 4]) {
+    const r = await server.call('POST', `/dashboards/${id}/widgets`, {
+      body: {
+        type: 'TEXT',
+        title: `Note ${n}`,
+        width: 12,
+        height: 3,
+        config: JSON.stringify({ markdown: `n${n}` }),
+      },
+    });
+    expect(r.status, r.text).toBe(201);
+  }
+  await page.goto(`${origin}/#/dashboards/${id}`);
+  const edit = page.getByRole('button', { name: 'Edit widget Note 1' });
+  await edit.click();
+  const form = page.getByRole('region', { name: 'Edit widget Note 1' });
+  const title = form.getByLabel('Widget title');
+  await expect(title).toBeFocused();
+  await expect(title).toBeInViewport();
+  await expect(form.getByRole('heading', { name: 'Edit widget' })).toBeInViewport();
+  await expect(title).toHaveValue('Note 1');
+  await form.getByRole('button', { name: 'Cancel' }).click();
+  await expect(form).toHaveCount(0);
+  await expect(edit).toBeFocused();
+
+  // Delete asks inside the widget, with the focus on Cancel; Cancel gives the focus back to Delete.
+  const last = page.getByRole('region', { name: 'Note 4' });
+  const remove = page.getByRole('button', { name: 'Delete widget Note 4' });
+  await remove.click();
+  const ask = last.getByRole('group', { name: 'Delete widget “Note 4”?' });
+  await expect(ask.getByRole('button', { name: 'Cancel' })).toBeFocused();
+  await expect(ask.getByRole('button', { name: 'Yes, delete widget' })).toBeInViewport();
+  await expectAccessible(page, 'widget delete confirmation');
+  await page.keyboard.press('Enter');
+  await expect(ask).toHaveCount(0);
+  await expect(remove).toBeFocused();
+  expect((await server.call('GET', `/dashboards/${id}/widgets`)).body.data).toHaveLength(4);
+  await remove.click();
+  await ask.getByRole('button', { name: 'Yes, delete widget' }).click();
+  await expect(last).toHaveCount(0);
+  await expect(page.locator('main')).toBeFocused();
+  const left = (await server.call('GET', `/dashboards/${id}/widgets`)).body.data as StoredWidget[];
+  expect(left.map((w) => w.title)).toEqual(['Note 1', 'Note 2', 'Note 3']);
+});
+
+test('a TEXT widget is previewed as its Markdown is typed: escapes, character references and console links', async ({
+  adminPage: page,
+  server,
+  origin,
+}) => {
+  const id = await newDashboard(server, `Text preview ${suffix}`);
+  await page.goto(`${origin}/#/dashboards/${id}`);
+  const form = await addForm(page);
+  await fillWidget(form, { title: 'Notes', type: 'TEXT', markdown: '# Draft' });
+  const preview = form.getByRole('region', { name: 'Preview' });
+  await expect(preview.getByRole('heading', { name: 'Draft' })).toBeVisible();
+  const markdown = [
+    '\\*not italic\\* &amp; &lt;b&gt; &copy; &#169; &#x263A; &#0; &nosuch; &constructor; `&amp;`',
+    '',
+    '[Saved queries](#/saved-queries) [bad](javascript:alert(1)) [site](https://example.com/)',
+    '',
+    HOSTILE,
+  ].join('\n');
+  const shown = '*not italic* & <b> © © ☺ \ufffd &nosuch; &constructor; &amp;';
+  // Each change is drawn at once, before anything is saved.
+  await form.getByLabel('Markdown').fill(markdown);
+  const check = async (where: Locator) => {
+    await expect(where.locator('p').first()).toHaveText(shown);
+    expect(await where.locator('em').count()).toBe(0);
+    await expect(where.getByRole('link', { name: 'Saved queries' })).toHaveAttribute(
+      'href',
+      '#/saved-queries',
+    );
+    await expect(where.getByRole('link', { name: 'Saved queries' })).not.toHaveAttribute('target', /./);
+    await expect(where.getByRole('link', { name: 'site' })).toHaveAttribute('target', '_blank');
+    expect(await where.getByRole('link', { name: 'bad' }).count()).toBe(0);
+    await expect(where.getByText('bad', { exact: true })).toBeVisible();
+    await expect(where.getByText(HOSTILE)).toBeVisible();
+    await expectInert(page);
+  };
+  await check(preview);
+  expect((await server.call('GET', `/dashboards/${id}/widgets`)).body.data).toEqual([]);
+  await form.getByRole('button', { name: 'Add widget' }).click();
+  await expect(form.getByRole('status')).toHaveText('Widget added: Notes.');
+  // The fresh form has nothing to preview.
+  await expect(preview).toHaveCount(0);
+  const widget = page.getByRole('region', { name: 'Notes', exact: true });
+  await check(widget);
+  await expectAccessible(page, 'TEXT widget with references and links');
+  // The edit form previews the stored Markdown, and a console link stays in the console.
+  await page.getByRole('button', { name: 'Edit widget Notes' }).click();
+  await check(
+    page.getByRole('region', { name: 'Edit widget Notes' }).getByRole('region', { name: 'Preview' }),
+  );
+  await widget.getByRole('link', { name: 'Saved queries' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Saved queries' })).toBeVisible();
+});
+
+test("a chart's Data toggle sits below the chart, clear of its axis labels, wide and narrow", async ({
+  adminPage: page,
+  server,
+  origin,
+}) => {
+  const id = await newDashboard(server, `Data toggle ${suffix}`);
+  const r = await server.call('POST', `/dashboards/${id}/widgets`, {
+    body: {
+      type: 'BAR',
+      title: 'Ids by label',
+      connectionId: pg,
+      query: `SELECT label, id FROM ${T} WHERE id < 3 ORDER BY id`,
+      width: 6,
+    },
+  });
+  expect(r.status, r.text).toBe(201);
+  await page.goto(`${origin}/#/dashboards/${id}`);
+  const region = page.getByRole('region', { name: 'Ids by label' });
+  for (const viewport of [
+    { width: 1280, height: 900 },
+    { width: 390, height: 844 },
+  ]) {
+    await page.setViewportSize(viewport);
+    await expectPainted(region);
+    const canvas = (await region.locator('canvas').boundingBox())!;
+    const toggle = (await region.locator('summary', { hasText: 'Data' }).boundingBox())!;
+    const box = (await region.boundingBox())!;
+    expect(toggle.y, `the toggle is below the canvas at ${viewport.width} px`).toBeGreaterThanOrEqual(
+      canvas.y + canvas.height - 0.5,
+    );
+    expect(
+      toggle.y + toggle.height,
+      `the toggle is inside its widget at ${viewport.width} px`,
+    ).toBeLessThanOrEqual(box.y + box.height + 0.5);
+    expect(canvas.height).toBeGreaterThan(60);
+  }
+  // Opened, its table follows in the widget.
+  await region.locator('summary', { hasText: 'Data' }).click();
+  await expect(region.getByRole('cell', { name: 'south', exact: true })).toBeVisible();
 });

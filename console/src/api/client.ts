@@ -70,15 +70,20 @@ export function toApiError(status: number, body: unknown): ApiError {
   );
 }
 
-/** Streams a POST answer of Server-Sent Events (chat): calls `onEvent` with each `data:` JSON object. */
+/**
+ * Streams a POST answer of Server-Sent Events (chat): calls `onEvent` with each `data:` JSON object.
+ * Aborting `signal` closes the request; the promise then rejects with an AbortError.
+ */
 export async function postSse(
   path: '/chat',
   body: unknown,
   onEvent: (event: Record<string, unknown>) => void,
+  signal?: AbortSignal,
 ): Promise<void> {
   const key = session.key();
   const res = await fetch(`${API_BASE}${path}`, {
     method: 'POST',
+    signal,
     headers: {
       'content-type': 'application/json',
       accept: 'text/event-stream',

@@ -64,11 +64,14 @@ export function Chart({
   const { x, ys } = axes(result, config);
   return (
     <div class="chart">
-      <canvas
-        ref={canvas}
-        role="img"
-        aria-label={`${title}: ${kind.toLowerCase()} chart of ${ys.join(', ')} by ${x}`}
-      />
+      {/* The canvas fills this box; the Data disclosure follows it, below the axis labels. */}
+      <div class="chart-canvas">
+        <canvas
+          ref={canvas}
+          role="img"
+          aria-label={`${title}: ${kind.toLowerCase()} chart of ${ys.join(', ')} by ${x}`}
+        />
+      </div>
       <details class="chart-data">
         <summary>Data</summary>
         <table>

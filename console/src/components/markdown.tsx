@@ -3,8 +3,10 @@ import type { ComponentChildren } from 'preact';
 
 /**
  * Sanitized Markdown: marked only tokenizes, and the tokens become Preact elements from a fixed list, with
- * every piece of text as a text node. Raw HTML in the source is shown as text, links keep only http(s) and
- * mailto targets, and images are not loaded (the CSP allows none from other origins anyway).
+ * every piece of text as a text node. Raw HTML in the source is shown as text; backslash escapes show the
+ * character they escape and character references (`&amp;`, `&copy;`, `&#169;`) the character they name,
+ * decoded here into text (never parsed as HTML); links keep only http(s), mailto and the console's own
+ * `#/…` routes; images are not loaded (the CSP allows none from other origins anyway).
  */
 export function Markdown({ source }: { source: string }) {
   return <div class="markdown">{blocks(new Lexer().lex(source))}</div>;
@@ -40,7 +42,11 @@ function block(t: Token, key: number): ComponentChildren {
     case 'space':
       return null;
     case 'text':
-      return <p key={key}>{(t as Tokens.Text).tokens ? inline((t as Tokens.Text).tokens!) : t.text}</p>;
+      return (
+        <p key={key}>
+          {(t as Tokens.Text).tokens ? inline((t as Tokens.Text).tokens!) : decodeEntities(t.raw)}
+        </p>
+      );
     case 'table': {
       const tb = t as Tokens.Table;
       return (
@@ -70,6 +76,73 @@ function block(t: Token, key: number): ComponentChildren {
 }
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
+/** A route of the console itself (`#/dashboards/…`): followed in the same tab. */
+const CONSOLE_ROUTE = /^#\//;
+
+/** The characters the common named character references stand for; any other name stays as typed. */
+const NAMED = new Map(
+  Object.entries({
+    amp: '&',
+    lt: '<',
+    gt: '>',
+    quot: '"',
+    apos: "'",
+    nbsp: '\u00a0',
+    copy: '©',
+    reg: '®',
+    trade: '™',
+    hellip: '…',
+    mdash: '—',
+    ndash: '–',
+    lsquo: '‘',
+    rsquo: '’',
+    ldquo: '“',
+    rdquo: '”',
+    laquo: '«',
+    raquo: '»',
+    bull: '•',
+    middot: '·',
+    deg: '°',
+    plusmn: '±',
+    times: '×',
+    divide: '÷',
+    minus: '−',
+    le: '≤',
+    ge: '≥',
+    ne: '≠',
+    infin: '∞',
+    euro: '€',
+    pound: '£',
+    yen: '¥',
+    cent: '¢',
+    sect: '§',
+    para: '¶',
+    larr: '←',
+    rarr: '→',
+    uarr: '↑',
+    darr: '↓',
+    harr: '↔',
+  }),
+);
+
+/**
+ * Decodes character references in source text into the characters (a string for a text node, never
+ * markup): named ones from NAMED, and decimal and hexadecimal ones (`&#169;`, `&#xA9;`), where NUL, a
+ * surrogate or a code point past U+10FFFF becomes U+FFFD as in HTML.
+ */
+export function decodeEntities(s: string): string {
+  if (!s.includes('&')) return s;
+  return s.replace(
+    /&(?:#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z][a-zA-Z0-9]{1,31}));/g,
+    (ref, dec?: string, hex?: string, name?: string) => {
+      if (name !== undefined) return NAMED.get(name) ?? ref;
+      const cp = dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex!, 16);
+      return cp === 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)
+        ? '\ufffd'
+        : String.fromCodePoint(cp);
+    },
+  );
+}
 
 function inline(tokens: Token[] | undefined): ComponentChildren {
   return (tokens ?? []).map((t, i) => {
@@ -86,6 +159,12 @@ function inline(tokens: Token[] | undefined): ComponentChildren {
         return <br key={i} />;
       case 'link': {
         const l = t as Tokens.Link;
+        if (CONSOLE_ROUTE.test(l.href))
+          return (
+            <a key={i} href={l.href}>
+              {inline(l.tokens)}
+            </a>
+          );
         return SAFE_LINK.test(l.href) ? (
           <a key={i} href={l.href} rel="noopener noreferrer nofollow" target="_blank">
             {inline(l.tokens)}
@@ -95,11 +174,15 @@ function inline(tokens: Token[] | undefined): ComponentChildren {
         );
       }
       case 'image':
-        return <span key={i}>{(t as Tokens.Image).text}</span>;
+        return <span key={i}>{decodeEntities((t as Tokens.Image).text)}</span>;
+      case 'escape':
+        // `\*` is a literal `*`: the character after the backslash.
+        return t.raw.slice(1);
       case 'text':
-        return 'tokens' in t && t.tokens ? inline(t.tokens) : (t as Tokens.Text).text;
+        // The source text (marked's `text` is meant for HTML output), its character references decoded.
+        return 'tokens' in t && t.tokens ? inline(t.tokens) : decodeEntities(t.raw);
       default:
-        // html, escape and anything new: its source, as text
+        // html and anything new: its source, as text
         return t.raw;
     }
   });

@@ -30,7 +30,17 @@ export function parseConfig(config: string): ChartConfig & { text?: string; mark
 }
 
 /** One widget: a region named by its title, placed on the dashboard's 12-column grid. */
-export function Widget({ widget: w, actions }: { widget: WidgetRecord; actions?: ComponentChildren }) {
+export function Widget({
+  widget: w,
+  actions,
+  notice,
+}: {
+  widget: WidgetRecord;
+  /** Buttons beside the title (Edit, Delete). */
+  actions?: ComponentChildren;
+  /** Shown under the title instead of the content while set (a confirmation asked about this widget). */
+  notice?: ComponentChildren;
+}) {
   const [round, setRound] = useState(0);
   // Set by "Refresh": the next load skips the widget cache (refresh=true) and replaces the cached result.
   const skipCache = useRef(false);
@@ -89,15 +99,16 @@ export function Widget({ widget: w, actions }: { widget: WidgetRecord; actions?:
           {actions}
         </span>
       </header>
-      {w.type === 'TEXT' ? (
-        <Markdown source={config.markdown ?? config.text ?? w.query ?? ''} />
-      ) : (
-        <>
-          <ErrorAlert error={data.error} />
-          {data.loading && !data.data && <Loading what="data" />}
-          {data.data && <WidgetBody type={w.type} result={data.data} config={config} title={w.title} />}
-        </>
-      )}
+      {notice ||
+        (w.type === 'TEXT' ? (
+          <Markdown source={config.markdown ?? config.text ?? w.query ?? ''} />
+        ) : (
+          <>
+            <ErrorAlert error={data.error} />
+            {data.loading && !data.data && <Loading what="data" />}
+            {data.data && <WidgetBody type={w.type} result={data.data} config={config} title={w.title} />}
+          </>
+        ))}
     </section>
   );
 }

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, ok, postSse } from '../api/client';
 import { ConnectionSelect } from '../components/connection-select';
 import { ErrorAlert, useLoad } from '../components/load';
@@ -25,6 +25,18 @@ export function ChatPage() {
   const [conversationId, setConversationId] = useState<string | null>(null);
   const [turns, setTurns] = useState<Turn[]>([]);
   const [error, setError] = useState<ApiError | null>(null);
+  // Each conversation shown (a new one, a reopened one) is a generation: a streaming answer, a reopen or a
+  // "Run the SQL again" started in an earlier generation is aborted or ignored, never written into this one.
+  const generation = useRef(0);
+  const streaming = useRef<AbortController | null>(null);
+  const supersede = () => {
+    generation.current += 1;
+    streaming.current?.abort();
+    streaming.current = null;
+    return generation.current;
+  };
+  // Leaving the page closes a stream still open.
+  useEffect(() => () => void supersede(), []);
   const conversations = useLoad(
     () => ok(api.GET('/conversations', { params: { query: { pageSize: 20 } } })),
     [conversationId],
@@ -34,6 +46,10 @@ export function ChatPage() {
     const q = question.trim();
     if (!q) return;
     setError(null);
+    const gen = generation.current;
+    const stream = new AbortController();
+    streaming.current = stream;
+    const current = () => gen === generation.current;
     let failed = false;
     let turn: Turn = {
       question: q,
@@ -46,6 +62,7 @@ export function ChatPage() {
     };
     const index = turns.length;
     const update = (t: Partial<Turn>) => {
+      if (!current()) return;
       turn = { ...turn, ...t };
       setTurns((all) => [...all.slice(0, index), turn]);
     };
@@ -55,6 +72,7 @@ export function ChatPage() {
         '/chat',
         { message: q, connectionId: conn || null, conversationId, stream: true },
         (ev) => {
+          if (!current()) return;
           switch (ev.type) {
             case 'start':
               setConversationId(String(ev.conversationId));
@@ -86,7 +104,9 @@ export function ChatPage() {
               break;
           }
         },
+        stream.signal,
       );
+      if (!current()) return;
       if (!turn.done) {
         // The stream closed without its last event (the connection dropped).
         failed = true;
@@ -96,8 +116,12 @@ export function ChatPage() {
       // A failed question stays in the box, to ask again.
       if (!failed) setQuestion('');
     } catch (err) {
+      // Aborted because another conversation is shown now: that one is left as it is.
+      if (!current()) return;
       setTurns((all) => all.slice(0, index));
       setError(err as ApiError);
+    } finally {
+      if (streaming.current === stream) streaming.current = null;
     }
   });
 
@@ -131,8 +155,10 @@ export function ChatPage() {
                 type="button"
                 class="secondary"
                 onClick={() => {
+                  supersede();
                   setConversationId(null);
                   setTurns([]);
+                  setError(null);
                 }}
               >
                 New conversation
@@ -200,9 +226,12 @@ export function ChatPage() {
 
   /** Reopens a conversation: its turns (question, answer, SQL, result summary) and its connection. */
   async function loadConversation(id: string) {
+    const gen = supersede();
     setError(null);
     try {
       const c = await ok(api.GET('/conversations/{id}', { params: { path: { id } } }));
+      // Another conversation was opened (or a new one started) meanwhile.
+      if (gen !== generation.current) return;
       const out: Turn[] = [];
       for (const m of c.messages) {
         if (m.role === 'USER')
@@ -227,7 +256,7 @@ export function ChatPage() {
       // A follow-up goes to the conversation's connection, not whichever one was selected before.
       setConn(c.connectionId ?? '');
     } catch (err) {
-      setError(err as ApiError);
+      if (gen === generation.current) setError(err as ApiError);
     }
   }
 
@@ -235,6 +264,7 @@ export function ChatPage() {
   async function runAgain(index: number) {
     const t = turns[index];
     if (!t?.sql || !conn) return;
+    const gen = generation.current;
     setError(null);
     try {
       const result = await ok(
@@ -243,9 +273,10 @@ export function ChatPage() {
           body: { sql: t.sql, maxRows: 200 },
         }),
       );
+      if (gen !== generation.current) return;
       setTurns((all) => all.map((x, j) => (j === index ? { ...x, result } : x)));
     } catch (err) {
-      setError(err as ApiError);
+      if (gen === generation.current) setError(err as ApiError);
     }
   }
 }

@@ -1,9 +1,11 @@
-import { useEffect, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { Markdown } from '../components/markdown';
 import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { useSubmit } from '../components/use-submit';
@@ -62,14 +64,24 @@ function DashboardList() {
   );
 }
 
+/**
+ * One dashboard. Keyed by its id: when the address goes from one dashboard straight to another, the page
+ * starts afresh (its forms, the widget being edited or deleted), never showing or saving the first one's.
+ */
 function DashboardView({ id }: { id: string }) {
+  return <Dashboard key={id} id={id} />;
+}
+
+function Dashboard({ id }: { id: string }) {
   const d = useLoad(() => ok(api.GET('/dashboards/{id}', { params: { path: { id } } })), [id]);
-  const widgets = [...((d.data?.widgets ?? []) as WidgetRecord[])].sort((a, b) => a.position - b.position);
+  // useLoad keeps the last data while it loads again: only ever this dashboard's.
+  const board = d.data?.id === id ? d.data : undefined;
+  const widgets = [...((board?.widgets ?? []) as WidgetRecord[])].sort((a, b) => a.position - b.position);
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const editedWidget = widgets.find((w) => w.id === editing);
-  const title = d.data?.title;
+  const title = board?.title;
   // The dashboard's title names the browser tab while it is shown. It arrives after the shell set the
   // page's title ("Dashboards · Loupe"), so it wins; leaving the dashboard puts the page's title back.
   useEffect(() => {
@@ -86,6 +98,8 @@ function DashboardView({ id }: { id: string }) {
       setDeleting(null);
       if (editing === widgetId) setEditing(null);
       d.reload();
+      // The widget and its buttons are gone: the focus goes back to the page, as after a navigation.
+      focusById('main');
     } catch (err) {
       setError(err as ApiError);
     }
@@ -98,11 +112,11 @@ function DashboardView({ id }: { id: string }) {
         <a href={href('dashboards')}>All dashboards</a>
       </p>
       <ErrorAlert error={d.error} />
-      {d.loading && !d.data && <Loading what="dashboard" />}
-      {d.data && (
+      {d.loading && !board && <Loading what="dashboard" />}
+      {board && (
         <>
-          <h1>{d.data.title}</h1>
-          {d.data.description && <p class="muted">{d.data.description}</p>}
+          <h1>{board.title}</h1>
+          {board.description && <p class="muted">{board.description}</p>}
           <ErrorAlert error={error} />
           <div class="grid">
             {widgets.map((w) => (
@@ -114,59 +128,117 @@ function DashboardView({ id }: { id: string }) {
                     <button
                       type="button"
                       class="link"
+                      id={`edit-widget-${w.id}`}
                       onClick={() => setEditing(w.id)}
                       aria-label={`Edit widget ${w.title}`}
+                      aria-expanded={editing === w.id}
                     >
                       Edit
                     </button>
                     <button
                       type="button"
                       class="link"
+                      id={`delete-widget-${w.id}`}
                       onClick={() => setDeleting(w.id)}
                       aria-label={`Delete widget ${w.title}`}
+                      aria-expanded={deleting === w.id}
                     >
                       Delete
                     </button>
                   </>
                 }
+                notice={
+                  // Asked inside the widget itself (in place of its content), where Delete was clicked, with the focus on Cancel.
+                  deleting === w.id && (
+                    <Revealed focus="button.secondary">
+                      <Confirm
+                        question={`Delete widget “${w.title}”?`}
+                        action="Yes, delete widget"
+                        onConfirm={() => removeWidget.run(w.id)}
+                        onCancel={() => {
+                          setDeleting(null);
+                          focusById(`delete-widget-${w.id}`);
+                        }}
+                      />
+                    </Revealed>
+                  )
+                }
               />
             ))}
           </div>
-          {deleting && (
-            <Confirm
-              question={`Delete widget “${widgets.find((w) => w.id === deleting)?.title ?? ''}”?`}
-              action="Yes, delete widget"
-              onConfirm={() => removeWidget.run(deleting)}
-              onCancel={() => setDeleting(null)}
-            />
-          )}
           {widgets.length === 0 && <p class="muted">No widgets yet.</p>}
           {editedWidget && (
-            <section aria-label={`Edit widget ${editedWidget.title}`} class="stack">
+            // Right after the grid, scrolled to with the focus on its first field.
+            <Revealed
+              key={editedWidget.id}
+              focus="input, select, textarea"
+              block="start"
+              label={`Edit widget ${editedWidget.title}`}
+            >
               <h2>Edit widget</h2>
               <WidgetForm
-                key={editedWidget.id}
                 dashboardId={id}
                 position={editedWidget.position}
                 existing={editedWidget}
                 onSaved={() => {
                   setEditing(null);
                   d.reload();
+                  focusById(`edit-widget-${editedWidget.id}`);
                 }}
-                onCancel={() => setEditing(null)}
+                onCancel={() => {
+                  setEditing(null);
+                  focusById(`edit-widget-${editedWidget.id}`);
+                }}
               />
-            </section>
+            </Revealed>
           )}
-          <NewWidget dashboardId={id} position={nextPosition} onCreated={() => d.reload()} />
+          <NewWidget key={id} dashboardId={id} position={nextPosition} onCreated={() => d.reload()} />
           <EditDashboard
+            key={id}
             id={id}
-            title={d.data.title}
-            description={d.data.description ?? ''}
+            title={board.title}
+            description={board.description ?? ''}
             onSaved={() => d.reload()}
           />
         </>
       )}
     </>
+  );
+}
+
+/** Puts the focus on the element with this id (a button that opened what just closed), if it is there. */
+function focusById(id: string): void {
+  document.getElementById(id)?.focus();
+}
+
+/**
+ * What a button just opened (a form, a confirmation): scrolled into view with the focus on its first
+ * element matching `focus`, so that it is where the eye and the keyboard are. With a `label`, a region.
+ */
+function Revealed({
+  focus,
+  block = 'nearest',
+  label,
+  children,
+}: {
+  focus: string;
+  block?: ScrollLogicalPosition;
+  label?: string;
+  children: ComponentChildren;
+}) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    el.scrollIntoView({ block });
+    el.querySelector<HTMLElement>(focus)?.focus({ preventScroll: true });
+  }, []);
+  return label ? (
+    <section ref={ref} aria-label={label} class="stack">
+      {children}
+    </section>
+  ) : (
+    <div ref={ref}>{children}</div>
   );
 }
 
@@ -508,7 +580,7 @@ function WidgetForm({
           )}
         </p>
       </form>
-      {preview && (
+      {preview && f.type !== 'TEXT' && (
         <section aria-label="Preview" class="widget preview">
           <WidgetBody
             type={f.type}
@@ -516,6 +588,12 @@ function WidgetForm({
             config={parseConfig(f.config)}
             title={f.title || 'Preview'}
           />
+        </section>
+      )}
+      {f.type === 'TEXT' && f.markdown.trim() && (
+        // Drawn as it is typed, as the widget will show it.
+        <section aria-label="Preview" class="widget preview text-preview">
+          <Markdown source={f.markdown} />
         </section>
       )}
     </>
