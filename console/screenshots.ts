@@ -148,7 +148,10 @@ try {
   await page.screenshot({ path: join(out, 'console-workflows.png'), fullPage: true });
 
   await nav('Settings');
-  await page.getByRole('cell', { name: 'Priya (analyst)', exact: true }).waitFor();
+  await page
+    .getByRole('region', { name: 'Members' })
+    .getByRole('cell', { name: 'Priya (analyst)', exact: true })
+    .waitFor();
   await page.screenshot({ path: join(out, 'console-settings.png'), fullPage: true });
 } finally {
   await browser.close();
