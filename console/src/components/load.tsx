@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 
 /** Loads `fn` on mount and whenever `deps` change; `reload` runs it again. */
@@ -22,19 +22,28 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
   return { ...state, reload: run };
 }
 
-/** An API error as the API said it (text, never markup), in an alert. */
+/**
+ * An API error as the API said it (text, never markup), in an alert. `focus` moves the keyboard focus to
+ * it when it appears (after an action whose button went away, the reader lands on what happened).
+ */
 export function ErrorAlert({
   error,
   id,
+  focus,
   children,
 }: {
   error?: Error | null;
   id?: string;
+  focus?: boolean;
   children?: ComponentChildren;
 }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (focus && error) box.current?.focus();
+  }, [focus, error]);
   if (!error) return null;
   return (
-    <div role="alert" class="alert" id={id}>
+    <div role="alert" class="alert" id={id} ref={box} tabIndex={focus ? -1 : undefined}>
       <strong>{error instanceof ApiError ? error.code : 'Error'}</strong>: {error.message}
       {children}
     </div>

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, ok, okPage } from '../api/client';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
+import { Pager, usePaged } from '../components/pager';
 import { count, type Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
@@ -23,7 +24,7 @@ const PAGE_SIZE = 10;
  * status and paged; an approved query's result is read on demand (GET /queries/{id}/status).
  */
 export function ApprovalsPage() {
-  const pending = useLoad(() => ok(api.GET('/queries/pending', { params: { query: { pageSize: 100 } } })));
+  const pending = usePaged((query) => okPage(api.GET('/queries/pending', { params: { query } })));
   // Names of submitters and reviewers: admins may list members; anyone else sees user ids.
   const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
   const me = useMe();
@@ -94,7 +95,7 @@ export function ApprovalsPage() {
   return (
     <>
       <h1>Approvals</h1>
-      <ErrorAlert error={error} />
+      <ErrorAlert error={error} focus />
       {decided && (
         <p role="status" tabIndex={-1} ref={announce} class="ok">
           {decided}
@@ -180,6 +181,7 @@ export function ApprovalsPage() {
           </li>
         ))}
       </ul>
+      <Pager label="Pending" list={pending} />
       <section aria-labelledby="approval-history-title">
         <h2 id="approval-history-title">History</h2>
         <div class="inline">

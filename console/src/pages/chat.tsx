@@ -1,8 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, api, ok, postSse } from '../api/client';
+import { ApiError, api, ok, okPage, postSse } from '../api/client';
 import { ConnectionSelect } from '../components/connection-select';
-import { ErrorAlert, useLoad } from '../components/load';
+import { ErrorAlert } from '../components/load';
 import { Markdown } from '../components/markdown';
+import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
@@ -37,8 +38,8 @@ export function ChatPage() {
   };
   // Leaving the page closes a stream still open.
   useEffect(() => () => void supersede(), []);
-  const conversations = useLoad(
-    () => ok(api.GET('/conversations', { params: { query: { pageSize: 20 } } })),
+  const conversations = usePaged(
+    (query) => okPage(api.GET('/conversations', { params: { query } })),
     [conversationId],
   );
 
@@ -219,6 +220,7 @@ export function ChatPage() {
               </li>
             ))}
           </ul>
+          <Pager label="Conversations" list={conversations} />
         </section>
       </div>
     </>

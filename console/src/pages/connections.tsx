@@ -151,7 +151,8 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
     <section aria-labelledby="conn-title" class="detail">
       <h2 id="conn-title">{c.name}</h2>
       <p class="muted">
-        {c.type} · {c.host || c.database} · {c.readOnly ? 'read-only' : 'writes through approvals'}
+        {c.type} · {c.host || c.database} · {c.sslEnabled ? 'TLS' : 'no TLS'} ·{' '}
+        {c.readOnly ? 'read-only' : 'writes through approvals'}
       </p>
       <p>
         <button type="button" onClick={runTest} disabled={testing}>
@@ -334,6 +335,7 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
     username: existing?.username ?? '',
     password: '',
     readOnly: existing?.readOnly ?? true,
+    sslEnabled: existing?.sslEnabled ?? false,
   });
   const [error, setError] = useState<ApiError | null>(null);
   const [saved, setSaved] = useState(false);
@@ -351,7 +353,8 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
     }
     const body = {
       ...form,
-      port: form.port.trim() ? Number(form.port.trim()) : undefined,
+      // Empty: the type's default port (an edit clears a stored port with null).
+      port: form.port.trim() ? Number(form.port.trim()) : existing ? null : undefined,
       password: form.password || undefined,
     };
     try {
@@ -405,6 +408,14 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
         {field('database', 'Database')}
         {field('username', 'Username')}
         {field('password', existing ? 'New password (leave empty to keep it)' : 'Password')}
+        <label>
+          <input
+            type="checkbox"
+            checked={form.sslEnabled}
+            onChange={(e) => setForm({ ...form, sslEnabled: e.currentTarget.checked })}
+          />{' '}
+          Use TLS (SSL) to connect
+        </label>
         <label>
           <input
             type="checkbox"

@@ -1,7 +1,8 @@
-import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { useEffect, useState } from 'preact/hooks';
+import { type ApiError, api, ok, okPage } from '../api/client';
 import { ConnectionSelect, useConnections } from '../components/connection-select';
-import { ErrorAlert, useLoad } from '../components/load';
+import { ErrorAlert } from '../components/load';
+import { Pager, usePaged } from '../components/pager';
 import { count, type Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
@@ -11,6 +12,10 @@ import { href } from '../router';
 /** Query: one read-only statement on a connection, its result, and the connection's query history. */
 export function QueryPage({ connectionId }: { connectionId?: string }) {
   const [conn, setConn] = useState(connectionId ?? '');
+  // A new address (#/query/<id>, back/forward) selects its connection.
+  useEffect(() => {
+    if (connectionId !== undefined) setConn(connectionId);
+  }, [connectionId]);
   const [sql, setSql] = useState('');
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
@@ -20,18 +25,17 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
   const [context, setContext] = useState('');
   const me = useMe();
   const connections = useConnections().data;
-  const history = useLoad(
-    () =>
-      conn
-        ? ok(
-            api.GET('/connections/{id}/queries', { params: { path: { id: conn }, query: { pageSize: 20 } } }),
-          )
-        : Promise.resolve([]),
-    [conn],
+  const known = !!conn && !!connections?.some((c) => c.id === conn);
+  const history = usePaged(
+    (query) =>
+      known
+        ? okPage(api.GET('/connections/{id}/queries', { params: { path: { id: conn }, query } }))
+        : Promise.resolve({ items: [], total: 0 }),
+    [conn, known],
   );
   // One statement at a time: Run, Enter on the button and Ctrl/⌘+Enter while one runs do nothing.
   const running = useSubmit(async () => {
-    if (!conn) {
+    if (!known) {
       setError({ code: 'VALIDATION_ERROR', message: 'Choose a connection first.' } as ApiError);
       return;
     }
@@ -167,6 +171,7 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
               ))}
             </ul>
           )}
+          <Pager label="History" list={history} />
         </section>
       )}
     </>

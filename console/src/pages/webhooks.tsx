@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, api, ok } from '../api/client';
+import { type ApiError, api, ok, okPage } from '../api/client';
 import { EVENT_TYPES } from '../api/event-types.gen';
 import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
+import { Pager, usePaged } from '../components/pager';
 import { useSubmit } from '../components/use-submit';
 
 type Hook = { id: string; url: string; events: string[]; isActive: boolean; secret: string };
@@ -191,8 +192,8 @@ function NewWebhook({ onCreated }: { onCreated: (h: Hook) => void }) {
 }
 
 function Deliveries({ id }: { id: string }) {
-  const list = useLoad(
-    () => ok(api.GET('/webhooks/{id}/deliveries', { params: { path: { id }, query: { pageSize: 20 } } })),
+  const list = usePaged(
+    (query) => okPage(api.GET('/webhooks/{id}/deliveries', { params: { path: { id }, query } })),
     [id],
   );
   const [error, setError] = useState<ApiError | null>(null);
@@ -244,6 +245,7 @@ function Deliveries({ id }: { id: string }) {
           </tbody>
         </table>
       )}
+      <Pager label="Deliveries" list={list} />
     </div>
   );
 }

@@ -81,8 +81,8 @@ function WorkflowDetail({
   };
   onChanged: () => void;
 }) {
-  const runs = useLoad(
-    () => ok(api.GET('/workflows/{id}/runs', { params: { path: { id: w.id }, query: { pageSize: 20 } } })),
+  const runs = usePaged(
+    (query) => okPage(api.GET('/workflows/{id}/runs', { params: { path: { id: w.id }, query } })),
     [w.id],
   );
   const [error, setError] = useState<ApiError | null>(null);
@@ -199,6 +199,7 @@ function WorkflowDetail({
           </li>
         ))}
       </ul>
+      <Pager label="Runs" list={runs} />
     </section>
   );
 }

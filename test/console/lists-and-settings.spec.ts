@@ -294,3 +294,98 @@ test('Sign-in: a key pasted with a zero-width space is refused in plain words be
   await page.getByRole('button', { name: 'Sign in' }).click();
   await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
 });
+
+test('Connections: "Use TLS (SSL)" is sent and shown; clearing the port in the edit form stores the default (null)', async ({
+  adminPage: page,
+  server: s,
+  postgres,
+}) => {
+  const name = `tls ${suffix}`;
+  const id = await createConnection(s, postgresConnection(postgres, { name }));
+  const read = async () => (await s.call('GET', `/connections/${id}`)).body.data;
+  await go(page, 'Connections');
+  await page.getByRole('link', { name }).click();
+  await expect(page.getByText(/· no TLS ·/)).toBeVisible();
+  await page.locator('summary', { hasText: 'Edit connection' }).click();
+  await page.getByRole('checkbox', { name: 'Use TLS (SSL) to connect' }).check();
+  await page.locator('#edit-port').fill('');
+  await page.getByRole('button', { name: 'Save connection' }).click();
+  await expect(page.getByRole('status').getByText('Saved.')).toBeVisible();
+  expect(await read()).toMatchObject({ sslEnabled: true, port: null });
+  await expect(page.getByText(/· TLS ·/)).toBeVisible();
+  expect((await s.call('DELETE', `/connections/${id}`)).status).toBe(200);
+});
+
+test('Query: a new address (#/query/<id>) selects its connection; an unknown id runs nothing; the history pages', async ({
+  adminPage: page,
+  server: s,
+}) => {
+  const demo = await demoConnection(s);
+  const other = await s.call('POST', '/connections', {
+    body: { name: `second demo ${suffix}`, type: 'SQLITE', database: 'demo.sqlite' },
+  });
+  expect(other.status, other.text).toBe(201);
+  // More statements than one page of history on the demo connection.
+  for (let i = 0; i < PAGE_SIZE + 2; i++)
+    expect(
+      (
+        await s.call('POST', `/connections/${demo.id}/query`, {
+          body: { sql: `SELECT ${i} AS n -- ${suffix}` },
+        })
+      ).status,
+    ).toBe(200);
+  await page.evaluate((id) => {
+    (globalThis as any).location.hash = `#/query/${id}`;
+  }, demo.id);
+  await expect(page.getByLabel('Connection')).toHaveValue(demo.id);
+  const history = page.getByRole('region', { name: 'History' });
+  await expect(history.getByRole('listitem')).toHaveCount(PAGE_SIZE);
+  await history.getByRole('button', { name: 'Next page' }).click();
+  await expect(history.getByText(/Page 2 of \d+/)).toBeVisible();
+  await page.evaluate((id) => {
+    (globalThis as any).location.hash = `#/query/${id}`;
+  }, other.body.data.id);
+  await expect(page.getByLabel('Connection')).toHaveValue(other.body.data.id);
+  await expect(history.getByText('No queries yet.')).toBeVisible();
+
+  // An id that is no connection: Run asks for a connection and sends nothing.
+  await page.evaluate(() => {
+    (globalThis as any).location.hash = '#/query/no-such-connection';
+  });
+  let sent = 0;
+  page.on('request', (r) => {
+    if (r.url().includes('/connections/no-such-connection/')) sent++;
+  });
+  await page.getByLabel('SQL').fill('SELECT 1');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await expect(page.getByRole('alert')).toContainText('Choose a connection first.');
+  expect(sent).toBe(0);
+  expect((await s.call('DELETE', `/connections/${other.body.data.id}`)).status).toBe(200);
+});
+
+test('Workflows: runs past one page are paged', async ({ adminPage: page, server: s }) => {
+  const demo = await demoConnection(s);
+  const created = await s.call('POST', '/workflows', {
+    body: {
+      name: `Many runs ${suffix}`,
+      triggerType: 'MANUAL',
+      connectionId: demo.id,
+      steps: [{ query: 'SELECT 1 AS n' }],
+    },
+  });
+  expect(created.status, created.text).toBe(201);
+  const id = created.body.data.id as string;
+  for (let i = 0; i < PAGE_SIZE + 1; i++)
+    expect((await s.call('POST', `/workflows/${id}/run`)).status).toBeLessThan(300);
+  await page.evaluate((wid) => {
+    (globalThis as any).location.hash = `#/workflows/${wid}`;
+  }, id);
+  const runs = page.getByRole('list', { name: 'Runs' });
+  await expect(runs.getByRole('listitem')).toHaveCount(PAGE_SIZE);
+  await page
+    .getByRole('navigation', { name: 'Runs pages' })
+    .getByRole('button', { name: 'Next page' })
+    .click();
+  await expect(runs.getByRole('listitem')).toHaveCount(1);
+  expect((await s.call('DELETE', `/workflows/${id}`)).status).toBe(200);
+});
