@@ -1,5 +1,7 @@
 import { useState } from 'preact/hooks';
-import { useLoad } from './load';
+import { ApiError } from '../api/client';
+import { href } from '../router';
+import { ErrorAlert, useLoad } from './load';
 import { PAGE_SIZE } from './page-size';
 
 /**
@@ -56,5 +58,50 @@ export function Pager({
         Next page
       </button>
     </nav>
+  );
+}
+
+/**
+ * The record `id` of a paged list (a deep link): from the page shown, or read by its id when it is on
+ * another page. `error` is the read's error (a 404 when there is no such record for this key).
+ */
+export function useSelected<T extends { id: string }>(
+  list: { data?: T[]; reload: () => void },
+  id: string | undefined,
+  readOne: (id: string) => Promise<T>,
+) {
+  const listed = list.data?.find((x) => x.id === id);
+  const direct = useLoad(
+    () => (id && list.data && !listed ? readOne(id) : Promise.resolve(null)),
+    [id, !!list.data, !!listed],
+  );
+  return {
+    selected: listed ?? direct.data ?? undefined,
+    error: direct.error,
+    reload: () => {
+      list.reload();
+      direct.reload();
+    },
+  };
+}
+
+/** Why a deep-linked record is not shown: "not found" with a link back to its list, or the API's error. */
+export function NotShown({
+  error,
+  id,
+  what,
+  route,
+}: {
+  error?: Error;
+  id?: string;
+  what: 'connection' | 'workflow';
+  route: 'connections' | 'workflows';
+}) {
+  if (!(error instanceof ApiError && error.status === 404)) return <ErrorAlert error={error} />;
+  return (
+    <p role="alert" class="alert">
+      {what === 'connection' ? 'Connection' : 'Workflow'} not found: there is no {what} with the id “{id}”
+      that this key can see. <a href={href(route)}>Show all {route}</a>.
+    </p>
   );
 }

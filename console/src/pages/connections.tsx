@@ -5,27 +5,20 @@ import { Confirm } from '../components/confirm';
 import type { Connection } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
-import { Pager, usePaged } from '../components/pager';
+import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
+import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
 
 /** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
 export function ConnectionsPage({ id }: { id?: string }) {
   const list = usePaged((query) => okPage(api.GET('/connections', { params: { query } })));
-  const listed = list.data?.find((c) => c.id === id);
   // A deep link to a connection on another page of the list (or to none) reads it by its id.
-  const direct = useLoad(
-    () =>
-      id && list.data && !listed
-        ? ok(api.GET('/connections/{id}', { params: { path: { id } } }))
-        : Promise.resolve(null),
-    [id, !!list.data, !!listed],
-  );
-  const selected = listed ?? direct.data ?? undefined;
-  const reload = () => {
-    list.reload();
-    direct.reload();
-  };
+  const {
+    selected,
+    error: notShown,
+    reload,
+  } = useSelected(list, id, (one) => ok(api.GET('/connections/{id}', { params: { path: { id: one } } })));
   return (
     <>
       <h1>Connections</h1>
@@ -76,14 +69,7 @@ export function ConnectionsPage({ id }: { id?: string }) {
             <ConnectionForm onSaved={() => list.reload()} />
           </AdminOnly>
         </section>
-        {direct.error instanceof ApiError && direct.error.status === 404 ? (
-          <p role="alert" class="alert">
-            Connection not found: there is no connection with the id “{id}” that this key can see.{' '}
-            <a href={href('connections')}>Show all connections</a>.
-          </p>
-        ) : (
-          <ErrorAlert error={direct.error} />
-        )}
+        <NotShown error={notShown} id={id} what="connection" route="connections" />
         {selected && <ConnectionDetail key={selected.id} connection={selected} onChanged={reload} />}
       </div>
     </>
@@ -372,23 +358,14 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
     void saving.run();
   };
   const field = (k: 'name' | 'host' | 'port' | 'database' | 'username' | 'password', label: string) => (
-    <div class="field">
-      <label for={`${prefix}-${k}`}>{label}</label>
-      <input
-        id={`${prefix}-${k}`}
-        {...({ type: k === 'password' ? 'password' : 'text' } as { type: 'text' })}
-        value={form[k]}
-        onInput={set(k)}
-        aria-invalid={errors[k] ? true : undefined}
-        aria-describedby={errors[k] ? `${prefix}-${k}-error` : undefined}
-        autocomplete="off"
-      />
-      {errors[k] && (
-        <span id={`${prefix}-${k}-error`} class="field-error">
-          {errors[k]}
-        </span>
-      )}
-    </div>
+    <TextField
+      id={`${prefix}-${k}`}
+      label={label}
+      type={k === 'password' ? 'password' : 'text'}
+      value={form[k]}
+      onInput={(v) => setForm({ ...form, [k]: v })}
+      error={errors[k]}
+    />
   );
   return (
     <details class="new">

@@ -8,6 +8,7 @@ import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
 import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
+import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
 import { href } from '../router';
@@ -282,21 +283,13 @@ function EditDashboard({
     }
   });
   const field = (k: keyof typeof f, label: string) => (
-    <div class="field">
-      <label for={`d-${k}`}>{label}</label>
-      <input
-        id={`d-${k}`}
-        value={f[k]}
-        onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })}
-        aria-invalid={errors[k] ? true : undefined}
-        aria-describedby={errors[k] ? `d-${k}-error` : undefined}
-      />
-      {errors[k] && (
-        <span id={`d-${k}-error`} class="field-error">
-          {errors[k]}
-        </span>
-      )}
-    </div>
+    <TextField
+      id={`d-${k}`}
+      label={label}
+      value={f[k]}
+      onInput={(v) => setF({ ...f, [k]: v })}
+      error={errors[k]}
+    />
   );
   return (
     <details class="new">

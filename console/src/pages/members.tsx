@@ -5,6 +5,7 @@ import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
+import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 
 type Member = { id: string; email: string; name: string; role: 'admin' | 'member'; connectionIds: string[] };
@@ -177,23 +178,14 @@ function MemberForm({
       connectionIds: on ? [...form.connectionIds, id] : form.connectionIds.filter((c) => c !== id),
     });
   const text = (k: 'email' | 'name', label: string) => (
-    <div class="field">
-      <label for={`${prefix}-${k}`}>{label}</label>
-      <input
-        id={`${prefix}-${k}`}
-        {...({ type: k === 'email' ? 'email' : 'text' } as { type: 'text' })}
-        value={form[k]}
-        onInput={(e) => setForm({ ...form, [k]: e.currentTarget.value })}
-        aria-invalid={errors[k] ? true : undefined}
-        aria-describedby={errors[k] ? `${prefix}-${k}-error` : undefined}
-        autocomplete="off"
-      />
-      {errors[k] && (
-        <span id={`${prefix}-${k}-error`} class="field-error">
-          {errors[k]}
-        </span>
-      )}
-    </div>
+    <TextField
+      id={`${prefix}-${k}`}
+      label={label}
+      type={k === 'email' ? 'email' : 'text'}
+      value={form[k]}
+      onInput={(v) => setForm({ ...form, [k]: v })}
+      error={errors[k]}
+    />
   );
   return (
     <form

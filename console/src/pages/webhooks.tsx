@@ -6,6 +6,7 @@ import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
+import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 
 type Hook = { id: string; url: string; events: string[]; isActive: boolean; secret: string };
@@ -147,23 +148,15 @@ function NewWebhook({ onCreated }: { onCreated: (h: Hook) => void }) {
   };
   return (
     <form onSubmit={create} class="stack" aria-label="Add webhook">
-      <div class="field">
-        <label for="hook-url">Endpoint URL (https)</label>
-        <input
-          id="hook-url"
-          type="url"
-          value={url}
-          required
-          onInput={(e) => setUrl(e.currentTarget.value)}
-          aria-invalid={errors.url ? true : undefined}
-          aria-describedby={errors.url ? 'hook-url-error' : undefined}
-        />
-        {errors.url && (
-          <span id="hook-url-error" class="field-error">
-            {errors.url}
-          </span>
-        )}
-      </div>
+      <TextField
+        id="hook-url"
+        label="Endpoint URL (https)"
+        type="url"
+        required
+        value={url}
+        onInput={setUrl}
+        error={errors.url}
+      />
       <fieldset>
         <legend>Events</legend>
         <label class="check">

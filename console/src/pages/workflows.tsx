@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
-import { ApiError, api, ok, okPage } from '../api/client';
-import { ErrorAlert, Loading, useLoad } from '../components/load';
-import { Pager, usePaged } from '../components/pager';
+import { type ApiError, api, ok, okPage } from '../api/client';
+import { ErrorAlert, Loading } from '../components/load';
+import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
@@ -9,20 +9,12 @@ import { href } from '../router';
 /** Workflows: the list, one workflow's runs with step and action results, a manual run and publishing. */
 export function WorkflowsPage({ id }: { id?: string }) {
   const list = usePaged((query) => okPage(api.GET('/workflows', { params: { query } })));
-  const listed = list.data?.find((w) => w.id === id);
   // A deep link to a workflow on another page of the list (or to none) reads it by its id.
-  const direct = useLoad(
-    () =>
-      id && list.data && !listed
-        ? ok(api.GET('/workflows/{id}', { params: { path: { id } } }))
-        : Promise.resolve(null),
-    [id, !!list.data, !!listed],
-  );
-  const selected = listed ?? direct.data ?? undefined;
-  const reload = () => {
-    list.reload();
-    direct.reload();
-  };
+  const {
+    selected,
+    error: notShown,
+    reload,
+  } = useSelected(list, id, (one) => ok(api.GET('/workflows/{id}', { params: { path: { id: one } } })));
   return (
     <>
       <h1>Workflows</h1>
@@ -55,14 +47,7 @@ export function WorkflowsPage({ id }: { id?: string }) {
         </tbody>
       </table>
       <Pager label="Workflows" list={list} />
-      {direct.error instanceof ApiError && direct.error.status === 404 ? (
-        <p role="alert" class="alert">
-          Workflow not found: there is no workflow with the id “{id}” in your organization.{' '}
-          <a href={href('workflows')}>Show all workflows</a>.
-        </p>
-      ) : (
-        <ErrorAlert error={direct.error} />
-      )}
+      <NotShown error={notShown} id={id} what="workflow" route="workflows" />
       {selected && <WorkflowDetail key={selected.id} workflow={selected} onChanged={reload} />}
     </>
   );
