@@ -5,7 +5,7 @@ import {
   postgresConnection,
   type TestDatabases,
 } from '../support/connections';
-import { expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from './fixtures';
+import { addMember, expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from './fixtures';
 
 /**
  * The approval history in Debian's chromium: decisions made elsewhere (through the API, by another admin)
@@ -29,16 +29,14 @@ test.beforeAll(async ({ server: s, postgres }) => {
     ['analyst', 'member'],
     ['reviewer', 'admin'],
   ] as const) {
-    const m = await s.call('POST', '/members', {
-      body: {
+    keys[name] = (
+      await addMember(s, {
         email: `${name}-${suffix}@example.com`,
         name: `${name} ${suffix}`,
         role,
         connectionIds: [pgConn],
-      },
-    });
-    expect(m.status, m.text).toBe(201);
-    keys[name] = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name } })).body.data.key;
+      })
+    ).key;
   }
   const submit = async (query: string) => {
     const r = await s.call('POST', '/queries/submit', {

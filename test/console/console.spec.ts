@@ -7,7 +7,17 @@ import {
   type TestDatabases,
 } from '../support/connections';
 import { expectPainted } from './charts';
-import { expect, expectAccessible, expectInert, go, HOSTILE, signIn, tabTo, test } from './fixtures';
+import {
+  addMember,
+  expect,
+  expectAccessible,
+  expectInert,
+  go,
+  HOSTILE,
+  signIn,
+  tabTo,
+  test,
+} from './fixtures';
 
 /**
  * The web console in Debian's chromium against the real local runtime (demo data on), with embedded
@@ -42,11 +52,9 @@ test.beforeAll(async ({ server: s, postgres }) => {
     ['analyst', 'member'],
     ['reviewer', 'admin'],
   ] as const) {
-    const m = await s.call('POST', '/members', {
-      body: { email: `${name}-${suffix}@example.com`, name, role, connectionIds: [pgConn] },
-    });
-    expect(m.status, m.text).toBe(201);
-    keys[name] = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name } })).body.data.key;
+    keys[name] = (
+      await addMember(s, { email: `${name}-${suffix}@example.com`, name, role, connectionIds: [pgConn] })
+    ).key;
   }
 });
 test.afterAll(async () => {

@@ -136,3 +136,26 @@ export async function expectInert(page: Page): Promise<void> {
 export async function expectAccessible(page: Page, where: string): Promise<void> {
   expect(await seriousViolations(page), `accessibility of ${where}`).toEqual([]);
 }
+
+/** The demo organization's SQLite connection ("Demo SaaS (SQLite)", created when demo data is on). */
+export async function demoConnection(server: TestServer): Promise<{ id: string; name: string }> {
+  const all = (await server.call('GET', '/connections?pageSize=100')).body.data as {
+    id: string;
+    name: string;
+  }[];
+  const demo = all.find((c) => c.name === 'Demo SaaS (SQLite)');
+  if (!demo) throw new Error('no demo connection: is demo data on?');
+  return demo;
+}
+
+/** Adds a member through the API (asserting 201) and issues a key that acts as it. */
+export async function addMember(
+  server: TestServer,
+  body: { email: string; name: string; role?: 'admin' | 'member'; connectionIds?: string[] },
+): Promise<{ id: string; key: string }> {
+  const m = await server.call('POST', '/members', { body });
+  expect(m.status, m.text).toBe(201);
+  const k = await server.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: body.name } });
+  expect(k.status, k.text).toBe(201);
+  return { id: m.body.data.id, key: k.body.data.key };
+}

@@ -7,7 +7,7 @@ import {
   type TestDatabases,
 } from '../support/connections';
 import type { TestServer } from '../support/server';
-import { expect, expectAccessible, go, signIn, test } from './fixtures';
+import { addMember, demoConnection, expect, expectAccessible, go, signIn, test } from './fixtures';
 
 /**
  * Roles and small screens in Debian's chromium against the real local runtime: a member is not offered the
@@ -21,21 +21,17 @@ const T = `layout_${suffix}`;
 const LONG = (what: string, length = 200) => `${what}_${suffix}_`.padEnd(length, 'x');
 
 let dbs: TestDatabases;
-const demoConnection = async (s: TestServer) =>
-  ((await s.call('GET', '/connections?pageSize=100')).body.data as { id: string; name: string }[]).find(
-    (c) => c.name === 'Demo SaaS (SQLite)',
-  )!;
 
 /** A member of the organization (assigned the demo connection) and a key that acts as it. */
 async function memberKey(s: TestServer, name: string): Promise<string> {
   const demo = await demoConnection(s);
-  const m = await s.call('POST', '/members', {
-    body: { email: `${name}-${suffix}@example.com`, name: `${name} ${suffix}`, connectionIds: [demo.id] },
-  });
-  expect(m.status, m.text).toBe(201);
-  const k = await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name } });
-  expect(k.status, k.text).toBe(201);
-  return k.body.data.key;
+  return (
+    await addMember(s, {
+      email: `${name}-${suffix}@example.com`,
+      name: `${name} ${suffix}`,
+      connectionIds: [demo.id],
+    })
+  ).key;
 }
 
 /** The page has finished asking the API (so an absent form is absent, not merely not loaded yet). */

@@ -1,7 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { PAGE_SIZE } from '../../console/src/components/page-size';
 import { createConnection, postgresConnection } from '../support/connections';
-import { expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from './fixtures';
+import {
+  addMember,
+  demoConnection,
+  expect,
+  expectAccessible,
+  expectInert,
+  go,
+  HOSTILE,
+  signIn,
+  test,
+} from './fixtures';
 
 /**
  * Lists and settings in Debian's chromium against the real local runtime: writes that happen once
@@ -12,14 +22,6 @@ import { expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from
  * read back through the API.
  */
 const suffix = randomBytes(4).toString('hex');
-
-async function demoConnection(s: { call: (m: string, p: string) => Promise<{ body: any }> }) {
-  const conns = (await s.call('GET', '/connections?pageSize=100')).body.data as {
-    id: string;
-    name: string;
-  }[];
-  return conns.find((c) => c.name === 'Demo SaaS (SQLite)')!;
-}
 
 test('Workflows: a double-clicked "Run now" runs once; an unknown workflow id says not found', async ({
   adminPage: page,
@@ -263,12 +265,11 @@ test('Connections: admins deactivate, activate and delete (after a confirmation)
 
   // A member sees the connection assigned to it, without the admin buttons.
   const demo = await demoConnection(s);
-  const m = await s.call('POST', '/members', {
-    body: { email: `conn-${suffix}@example.com`, name: `conn ${suffix}`, connectionIds: [demo.id] },
+  const { key: memberKey } = await addMember(s, {
+    email: `conn-${suffix}@example.com`,
+    name: `conn ${suffix}`,
+    connectionIds: [demo.id],
   });
-  expect(m.status, m.text).toBe(201);
-  const memberKey = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'm' } })).body
-    .data.key as string;
   await page.getByRole('button', { name: 'Sign out' }).click();
   await signIn(page, memberKey);
   await page.goto(`${page.url().split('#')[0]}#/connections/${demo.id}`);

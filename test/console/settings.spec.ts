@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { expect, expectAccessible, expectInert, go, HOSTILE, test } from './fixtures';
+import { demoConnection, expect, expectAccessible, expectInert, go, HOSTILE, test } from './fixtures';
 
 /**
  * Settings in Debian's chromium against the real local runtime: members (add with field errors from the
@@ -14,9 +14,7 @@ test('Settings → Members: add (API field errors beside the fields), edit role 
   adminPage: page,
   server: s,
 }) => {
-  const demo = ((await s.call('GET', '/connections')).body.data as { id: string; name: string }[]).find(
-    (c) => c.name === 'Demo SaaS (SQLite)',
-  )!;
+  const demo = await demoConnection(s);
   const email = `ann-${suffix}@example.com`;
   const name = `Ann ${HOSTILE}`;
   const member = async () =>

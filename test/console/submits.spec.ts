@@ -5,7 +5,7 @@ import {
   postgresConnection,
   type TestDatabases,
 } from '../support/connections';
-import { expect, expectAccessible, go, test } from './fixtures';
+import { addMember, demoConnection, expect, expectAccessible, go, test } from './fixtures';
 
 /**
  * Writes from the console happen once, whatever the user does twice: Ctrl+Enter pressed repeatedly runs one
@@ -25,12 +25,13 @@ test.beforeAll(async ({ server: s, postgres }) => {
   await dbs.pg.query(`CREATE TABLE ${T} (id int PRIMARY KEY, label text)`);
   await dbs.pg.query(`INSERT INTO ${T} VALUES (1, 'one'), (2, 'two')`);
   pgConn = await createConnection(s, postgresConnection(postgres, { name: `pg ${suffix}`, readOnly: false }));
-  const m = await s.call('POST', '/members', {
-    body: { email: `analyst-${suffix}@example.com`, name: `analyst ${suffix}`, connectionIds: [pgConn] },
-  });
-  expect(m.status, m.text).toBe(201);
-  analystKey = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'a' } })).body.data
-    .key;
+  analystKey = (
+    await addMember(s, {
+      email: `analyst-${suffix}@example.com`,
+      name: `analyst ${suffix}`,
+      connectionIds: [pgConn],
+    })
+  ).key;
 });
 test.afterAll(async () => {
   await dbs?.close(T);
@@ -123,9 +124,7 @@ test('Query on a read-only connection: the refusal says the connection is read-o
   adminPage: page,
   server: s,
 }) => {
-  const demo = ((await s.call('GET', '/connections')).body.data as { id: string; name: string }[]).find(
-    (c) => c.name === 'Demo SaaS (SQLite)',
-  )!;
+  const demo = await demoConnection(s);
   const count = async () =>
     (
       await s.call('POST', `/connections/${demo.id}/query`, {

@@ -1,4 +1,4 @@
-import { expect, expectAccessible, expectInert, go, HOSTILE, test } from './fixtures';
+import { demoConnection, expect, expectAccessible, expectInert, go, HOSTILE, test } from './fixtures';
 
 /**
  * Publishing a workflow in Debian's chromium: the API's warnings are shown as they came and nothing is
@@ -9,9 +9,7 @@ test('Workflows: publish shows the warnings, publishes only after "Publish anywa
   adminPage: page,
   server: s,
 }) => {
-  const demo = ((await s.call('GET', '/connections')).body.data as { id: string; name: string }[]).find(
-    (c) => c.name === 'Demo SaaS (SQLite)',
-  )!;
+  const demo = await demoConnection(s);
   const created = await s.call('POST', '/workflows', {
     body: {
       name: 'Account list',
@@ -72,9 +70,7 @@ test('Workflows: "Run now" runs the draft and shows the run with its step result
   receiver,
 }) => {
   const path = `/wf/${Date.now().toString(36)}`;
-  const demo = ((await s.call('GET', '/connections')).body.data as { id: string; name: string }[]).find(
-    (c) => c.name === 'Demo SaaS (SQLite)',
-  )!;
+  const demo = await demoConnection(s);
   const created = await s.call('POST', '/workflows', {
     body: {
       name: 'Plan count to a webhook',

@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import mysql from 'mysql2/promise';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { APPROVAL_MAX_RESULT_BYTES, runApproved } from '../../shared/approvals/execute';
 import { closeAllDrivers } from '../../shared/databases/drivers/index';
 import type { ConnectionTarget, DbType } from '../../shared/databases/drivers/types';
 import { resetConfig } from '../../shared/platform/config';
 import type { AppError } from '../../shared/platform/errors';
+import { postgresClient } from '../support/connections';
 
 /**
  * The approved-write path under its statement timeout, against real PostgreSQL, MariaDB and SQLite
@@ -73,14 +74,7 @@ describe('approved writes under the statement timeout', () => {
     process.env.LOUPE_SQLITE_ROOT = dir;
     resetConfig();
     mkdirSync(join(dir, orgId));
-    pgc = new pg.Client({
-      host: pgInfo.host,
-      port: pgInfo.port,
-      user: pgInfo.user,
-      password: pgInfo.password,
-      database: pgInfo.database,
-    });
-    await pgc.connect();
+    pgc = await postgresClient(pgInfo);
     await pgc.query(`CREATE TABLE ${T} (id int PRIMARY KEY, n int)`);
     await pgc.query(`INSERT INTO ${T} VALUES (1, 1), (2, 2)`);
     if (maria) {

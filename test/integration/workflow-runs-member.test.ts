@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createConnection, postgresConnection } from '../support/connections';
+import { createConnection, postgresClient, postgresConnection } from '../support/connections';
 import { startTestServer, type TestServer } from '../support/server';
 
 const suffix = randomBytes(4).toString('hex');
@@ -18,14 +18,7 @@ describe('workflow runs read by a member', () => {
 
   beforeAll(async () => {
     s = await startTestServer();
-    client = new pg.Client({
-      host: info.host,
-      port: info.port,
-      user: info.user,
-      password: info.password,
-      database: info.database,
-    });
-    await client.connect();
+    client = await postgresClient(info);
     await client.query(`CREATE TABLE ${T} (secret text)`);
     await client.query(`INSERT INTO ${T} VALUES ('only-for-admins-${suffix}')`);
   });

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listEvents } from '../../shared/platform/events';
 import { runScheduled } from '../../shared/workflows/runner';
-import { createConnection, postgresConnection } from '../support/connections';
+import { createConnection, postgresClient, postgresConnection } from '../support/connections';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
 import { startTestServer, type TestServer } from '../support/server';
 
@@ -29,14 +29,7 @@ describe('scheduled runs act as their publisher as the organization has them now
   beforeAll(async () => {
     rx = await startHttpsReceiver();
     s = await startTestServer({ env: { LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry } });
-    client = new pg.Client({
-      host: info.host,
-      port: info.port,
-      user: info.user,
-      password: info.password,
-      database: info.database,
-    });
-    await client.connect();
+    client = await postgresClient(info);
     await client.query(`CREATE TABLE ${T} (id int)`);
     await client.query(`INSERT INTO ${T} VALUES (1), (2)`);
     conn = await createConnection(s, postgresConnection(info, { name: connName }));

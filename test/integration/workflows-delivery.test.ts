@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { db } from '../../shared/platform/db/store';
 import { workflowStore } from '../../shared/workflows/store';
-import { createConnection, postgresConnection } from '../support/connections';
+import { createConnection, postgresClient, postgresConnection } from '../support/connections';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
 import { startTestServer, type TestServer } from '../support/server';
 
@@ -30,14 +30,7 @@ describe('workflow runs delivering to a real HTTPS receiver', () => {
       res.end(JSON.stringify({ got: req.url }));
     });
     s = await startTestServer({ env: { LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry } });
-    client = new pg.Client({
-      host: info.host,
-      port: info.port,
-      user: info.user,
-      password: info.password,
-      database: info.database,
-    });
-    await client.connect();
+    client = await postgresClient(info);
     await client.query(`CREATE TABLE ${T} (id int, label text)`);
     await client.query(`INSERT INTO ${T} VALUES (1, 'a "quoted" label'), (2, 'b')`);
     conn = await createConnection(s, postgresConnection(info, { name: `deliv-${suffix}` }));

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { handler as runnerWorker } from '../../functions/workers/workflow-runner';
 import { startLocalStore } from '../../infra/local/store';
@@ -11,7 +11,7 @@ import { listEvents } from '../../shared/platform/events';
 import { LocalScheduler } from '../../shared/platform/scheduler/local';
 import { sweepStaleRuns } from '../../shared/workflows/runner';
 import { runStore } from '../../shared/workflows/store';
-import { createConnection, postgresConnection } from '../support/connections';
+import { createConnection, postgresClient, postgresConnection } from '../support/connections';
 import { freePort } from '../support/databases';
 import { startTestServer, type TestServer } from '../support/server';
 
@@ -28,14 +28,7 @@ describe('workflows over HTTP with real PostgreSQL', () => {
   beforeAll(async () => {
     s = await startTestServer();
     dataDir = s.dataDir;
-    client = new pg.Client({
-      host: info.host,
-      port: info.port,
-      user: info.user,
-      password: info.password,
-      database: info.database,
-    });
-    await client.connect();
+    client = await postgresClient(info);
     await client.query(`CREATE TABLE ${T} (id int, status text, total int)`);
     await client.query(
       `INSERT INTO ${T} SELECT g, CASE WHEN g % 2 = 0 THEN 'paid' ELSE 'open' END, g * 10 FROM generate_series(1, 150) g`,

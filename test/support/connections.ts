@@ -99,6 +99,19 @@ export async function mariadbRows(info: DbInfo, database: string | undefined, sq
  * Sessions, as the ordinary test user, on the run's PostgreSQL and MariaDB (absent where none is
  * installed) and on a SQLite file in a temporary directory, for files that seed one table in each.
  */
+/** A connected client to the run's PostgreSQL as the ordinary test user (the tests' own reads and writes). */
+export async function postgresClient(info: DbInfo): Promise<pg.Client> {
+  const client = new pg.Client({
+    host: info.host,
+    port: info.port,
+    user: info.user,
+    password: info.password,
+    database: info.database,
+  });
+  await client.connect();
+  return client;
+}
+
 export interface TestDatabases {
   pg: pg.Client;
   maria?: mysql.Connection;
@@ -120,16 +133,16 @@ export async function openTestDatabases(
   mariaInfo: DbInfo | null,
   sqliteName: string,
 ): Promise<TestDatabases> {
-  const login = (info: DbInfo) => ({
-    host: info.host,
-    port: info.port,
-    user: info.user,
-    password: info.password,
-    database: info.database,
-  });
-  const client = new pg.Client(login(pgInfo));
-  await client.connect();
-  const maria = mariaInfo ? await mysql.createConnection(login(mariaInfo)) : undefined;
+  const client = await postgresClient(pgInfo);
+  const maria = mariaInfo
+    ? await mysql.createConnection({
+        host: mariaInfo.host,
+        port: mariaInfo.port,
+        user: mariaInfo.user,
+        password: mariaInfo.password,
+        database: mariaInfo.database,
+      })
+    : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'loupe-dbs-'));
   const sqliteFile = join(dir, sqliteName);
   const sqlite = new DatabaseSync(sqliteFile);
