@@ -6,12 +6,28 @@ import { generateKey } from '../shared/auth/key-material';
 import { closeAllDrivers } from '../shared/databases/drivers/index';
 import { startPostgres } from '../test/support/databases';
 import { type BenchModule, median, ms } from './context';
+
+const cpuMs = (n: number) => `${n.toFixed(2)} ms`;
+
 import { type apiClient, LOCAL_RUNTIME_ENV, snapshotEnv, startWithPostgres } from './query';
 
 /** Target (issue 25): run_query `SELECT 1` through MCP adds at most 2 ms (median) to the same REST call. */
 export const MCP_ADDED_TARGET_MS = 2;
+/** Target (issue 33): MCP CPU per call at most REST's + 0.5 ms (this process: client, runtime, store). */
+export const MCP_CPU_ADDED_TARGET_MS = 0.5;
 const WARMUP = 30;
 const ITERATIONS = 200;
+/** CPU is measured over blocks of this many calls of one kind, alternating kinds, CPU_BLOCKS blocks each. */
+const CPU_BLOCK = 100;
+const CPU_BLOCKS = 10;
+
+/** CPU of this process (all its threads: HTTP client, the local runtime and its store) per call, in ms. */
+async function cpuPerCall(call: () => Promise<unknown>, n: number): Promise<number> {
+  const before = process.cpuUsage();
+  for (let i = 0; i < n; i++) await call();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / n;
+}
 
 const p95 = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -86,6 +102,21 @@ export const mcp: BenchModule = {
           rest.push((await viaRest()).took);
         }
       }
+      // CPU per call: blocks of one kind, alternating (the median block of each kind is reported).
+      const restCpu: number[] = [];
+      const mcpCpu: number[] = [];
+      for (let b = 0; b < CPU_BLOCKS; b++) {
+        if (b % 2 === 0) {
+          restCpu.push(await cpuPerCall(viaRest, CPU_BLOCK));
+          mcpCpu.push(await cpuPerCall(viaMcp, CPU_BLOCK));
+        } else {
+          mcpCpu.push(await cpuPerCall(viaMcp, CPU_BLOCK));
+          restCpu.push(await cpuPerCall(viaRest, CPU_BLOCK));
+        }
+      }
+      const [rc, mc] = [median(restCpu), median(mcpCpu)];
+      const cpuAdded = mc - rc;
+      const cpuOver = cpuAdded > MCP_CPU_ADDED_TARGET_MS;
       const r = median(rest);
       const m = median(viaMcpTimes);
       const added = m - r;
@@ -101,17 +132,33 @@ export const mcp: BenchModule = {
             ms(added),
             `added ≤ ${MCP_ADDED_TARGET_MS} ms: ${over ? 'OVER TARGET' : 'ok'}`,
           ],
+          [
+            'CPU per call (process)',
+            String(CPU_BLOCK * CPU_BLOCKS),
+            `${cpuMs(rc)}`,
+            `${cpuMs(mc)}`,
+            cpuMs(cpuAdded),
+            `added ≤ ${MCP_CPU_ADDED_TARGET_MS} ms: ${cpuOver ? 'OVER TARGET' : 'ok'}`,
+          ],
         ],
         notes: [
           'REST: POST /v1/connections/{id}/query {sql: "SELECT 1", maxRows: 1}. MCP: POST /v1/mcp with a JSON-RPC tools/call of run_query with the same arguments (stateless Streamable HTTP, JSON response), as an MCP client sends it; both over the same keep-alive HTTP/1.1 socket to the local runtime in this process, answers read as text.',
           'The MCP path adds: the SDK transport and server for the request (header checks, JSON-RPC parsing and dispatch), argument validation with the REST schemas, the Markdown text of the result, and the JSON-RPC envelope.',
           'The org rate limit is raised for the run so that it never answers 429.',
+          `CPU per call: process.cpuUsage() (user + system, every thread of this process: the HTTP client, the local runtime and its store; PostgreSQL is another process and does the same work for both) over ${CPU_BLOCKS} blocks of ${CPU_BLOCK} calls per kind, alternating kinds; the median block of each kind (REST blocks ${restCpu.map(cpuMs).join(', ')}; MCP ${mcpCpu.map(cpuMs).join(', ')}).`,
         ],
-        overTarget: over
-          ? [
-              `mcp/run_query SELECT 1: MCP adds ${ms(added)} (median) to REST (target ≤ ${MCP_ADDED_TARGET_MS} ms)`,
-            ]
-          : [],
+        overTarget: [
+          ...(over
+            ? [
+                `mcp/run_query SELECT 1: MCP adds ${ms(added)} (median) to REST (target ≤ ${MCP_ADDED_TARGET_MS} ms)`,
+              ]
+            : []),
+          ...(cpuOver
+            ? [
+                `mcp/run_query SELECT 1: MCP uses ${cpuMs(cpuAdded)} more CPU per call than REST (target ≤ ${MCP_CPU_ADDED_TARGET_MS} ms)`,
+              ]
+            : []),
+        ],
       };
     } finally {
       api?.close();
