@@ -163,7 +163,8 @@ export async function exchange(x: McpExchange): Promise<McpAnswer> {
     } catch {
       return httpError(400, -32700, 'Parse error: Invalid JSON-RPC message');
     }
-    if (messages.some(isInitializeRequest)) {
+    // (the method first: the SDK's check is a zod parse of each message)
+    if (messages.some((m) => (m as { method?: unknown }).method === 'initialize' && isInitializeRequest(m))) {
       if (messages.length > 1)
         return httpError(400, -32600, 'Invalid Request: Only one initialization request is allowed');
     } else {
