@@ -4,7 +4,7 @@ import {
   changeMember,
   getMember,
   issueKey,
-  keyView,
+  listKeyViews,
   memberView,
   removeMember,
   revokeKey,
@@ -15,9 +15,7 @@ import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
 
 export const handler = httpHandler([
-  on(api.listKeys, async ({ ctx, query }) =>
-    pageOf((await authStore.listKeys(ctx.orgId)).map(keyView), query),
-  ),
+  on(api.listKeys, async ({ ctx, query }) => pageOf(await listKeyViews(ctx), query)),
   on(api.createKey, async ({ ctx, body }) => ({ status: 201, data: await issueKey(ctx, ctx.userId, body) })),
   on(api.revokeKey, async ({ ctx, params }) => ({ data: await revokeKey(ctx, params.id) })),
   on(api.listMembers, async ({ ctx, query }) =>

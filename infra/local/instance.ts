@@ -6,6 +6,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { closeAllDrivers } from '../../shared/databases/drivers/index';
 import { envelope } from '../../shared/http/envelope';
 import { groupFor } from '../../shared/http/groups';
+import { settled } from '../../shared/platform/after-answer';
 import { config, resetConfig } from '../../shared/platform/config';
 import { setStoreCall } from '../../shared/platform/db/client';
 import { withInvocationLogger } from '../../shared/platform/logger';
@@ -146,6 +147,7 @@ export async function instanceServer(
       const drainMs = config().LOUPE_DRAIN_MS;
       const cut = await handle.drain(drainMs);
       if (cut) log(`stopping: ${cut} request(s) still unfinished after ${drainMs / 1000} s were cut`);
+      await settled(); // store writes the answered requests left under way (history outcomes, lastUsedAt)
       server.closeAllConnections();
       await closed;
     },

@@ -1,5 +1,5 @@
+import { afterAnswer } from '../platform/after-answer';
 import { AppError } from '../platform/errors';
-import { logger } from '../platform/logger';
 import type { AuthContext } from './context';
 import { hashKey, looksLikeKey } from './key-material';
 import { authStore, type KeyLookup, type UserAuth } from './store';
@@ -22,8 +22,10 @@ export async function authenticate(
 }
 
 /**
- * The first half of authenticate: the live key record (revoked and expired keys fail), read on every
- * request. Callers may start work that needs only the organization before calling callerOf.
+ * The first half of authenticate: the live key record (revoked and expired keys fail, checked on every
+ * request against the record and the clock). The record comes from this instance's key cache when it was
+ * read less than LOUPE_KEY_CACHE_MS (≤ 10 s) ago, else from the store (store.ts, keyForAuthentication).
+ * Callers may start work that needs only the organization before calling callerOf.
  */
 export async function liveKey(
   authorization: string | undefined,
@@ -36,28 +38,34 @@ export async function liveKey(
   if (!match) throw fail('Malformed Authorization header: expected "Bearer <API key>".');
   const key = match[1];
   if (!looksLikeKey(key)) throw fail('Invalid API key.');
-  const record = await authStore.findKeyByHash(hashKey(key));
+  const record = await authStore.keyForAuthentication(hashKey(key), now.getTime());
   if (!record || record.revokedAt) throw fail('Invalid API key.');
   if (record.expiresAt && Date.parse(record.expiresAt) <= now.getTime()) throw fail('API key has expired.');
   return record;
 }
 
+/** The topic of lastUsedAt writes (after-answer.ts): the key listing waits for this instance's. */
+export const KEY_USE_TOPIC = 'key-use';
+
 /**
  * The second half of authenticate: the key's user and, once a minute, lastUsedAt. The user's role,
  * assigned connections and deletion come from the copy on the key lookup item just read (kept current by
  * every member change before it answers, see store.ts); a lookup item without one reads the user item.
+ * lastUsedAt is written alongside the request, not waited for (after-answer.ts): this instance's copy of
+ * the record takes the new time at once, so the next minute's requests do not write it again.
  */
 export async function callerOf(
   record: KeyLookup,
   resourceMetadataUrl: string,
   now = new Date(),
 ): Promise<AuthContext> {
-  const user = record.userAuth ?? (await currentAuth(record.orgId, record.userId));
+  // A lookup item without the copy (older data): the user item's facts, kept on this instance's copy.
+  record.userAuth ??= await currentAuth(record.orgId, record.userId);
+  const user = record.userAuth;
   if (!user || user.deleted) throw unauthorized(resourceMetadataUrl, 'Invalid API key.');
   if (!record.lastUsedAt || Date.parse(record.lastUsedAt) < now.getTime() - 60_000) {
-    await authStore
-      .touchKey(record, now)
-      .catch((e) => logger().warn('lastUsedAt update failed', { error: String(e) }));
+    afterAnswer(KEY_USE_TOPIC, 'lastUsedAt update', authStore.touchKey(record, now));
+    record.lastUsedAt = now.toISOString();
   }
   return contextOf(record.orgId, record.userId, record.id, record.scopes, user);
 }

@@ -1,8 +1,10 @@
 import type * as z from 'zod/mini';
 import { connectionStore } from '../connections/store';
+import { settled } from '../platform/after-answer';
 import { config } from '../platform/config';
 import { AppError, badRequest, forbidden, notFound, validationError } from '../platform/errors';
 import type { ApiKeyCreate, MemberCreate, MemberUpdate } from './api';
+import { KEY_USE_TOPIC } from './authenticate';
 import type { AuthContext } from './context';
 import { authStore, type KeyRecord, type User } from './store';
 
@@ -29,6 +31,15 @@ export function memberView(u: User) {
     connectionIds: u.connectionIds ?? [],
     createdAt: u.createdAt,
   };
+}
+
+/**
+ * The organization's live keys. lastUsedAt is written alongside requests (authenticate.ts): this instance's
+ * writes still under way finish first, so a key just used through this instance shows it.
+ */
+export async function listKeyViews(ctx: AuthContext) {
+  await settled(KEY_USE_TOPIC, 1000);
+  return (await authStore.listKeys(ctx.orgId)).map(keyView);
 }
 
 const holds = (ctx: AuthContext, scope: string) => ctx.scopes.includes('*') || ctx.scopes.includes(scope);

@@ -1,3 +1,4 @@
+import { config } from '../platform/config';
 import { db, type Item, strip } from '../platform/db/store';
 import { newId, nowIso } from '../platform/ids';
 import type { Role } from './context';
@@ -65,6 +66,39 @@ export interface KeyLookup extends KeyRecord {
 
 const orgPk = (orgId: string) => `ORG#${orgId}`;
 const hashPk = (keyHash: string) => `KEYHASH#${keyHash}`;
+
+/**
+ * The key lookup records this instance read for authentication, reused for LOUPE_KEY_CACHE_MS (at most
+ * 10 s) after the read. What the cache changes, and what it does not:
+ *  - every use still checks revokedAt, expiresAt (against the clock), the user's deletion, role and
+ *    connections, on the record as read;
+ *  - a revocation or member change made on this instance forgets the records it touches once its writes
+ *    are done, before it answers: it takes effect here at once; another instance (another Lambda
+ *    environment) sees it when its copy is older than the bound;
+ *  - a read that started before such a change never caches what it read (`generation`), so a
+ *    revocation cannot be undone by a lookup that was already in flight;
+ *  - unknown keys are not cached (a key just issued elsewhere works at once), and concurrent lookups of
+ *    one key share one read.
+ */
+interface CachedKey {
+  record: KeyLookup;
+  readAt: number;
+}
+const MAX_CACHED_KEYS = 10_000;
+const cachedKeys = new Map<string, CachedKey>();
+const loadingKeys = new Map<string, Promise<KeyLookup | undefined>>();
+let generation = 0;
+
+function forgetCached(match: (r: KeyLookup) => boolean): void {
+  generation += 1;
+  loadingKeys.clear();
+  for (const [hash, c] of cachedKeys) if (match(c.record)) cachedKeys.delete(hash);
+}
+
+async function readKey(hash: string): Promise<KeyLookup | undefined> {
+  const item = await db.get(hashPk(hash), 'KEY');
+  return item ? (strip(item) as unknown as KeyLookup) : undefined;
+}
 
 /** Copies the user's authentication facts (at `version`) onto one key lookup item, unless it holds newer. */
 async function copyUserAuth(keyHash: string, auth: UserAuth, version: number): Promise<void> {
@@ -169,6 +203,7 @@ export const authStore = {
     const version = Number(user.authVersion ?? 0);
     const keys = await authStore.listKeys(orgId, userId);
     await Promise.all(keys.map((k) => copyUserAuth(k.keyHash, authOf(user), version)));
+    forgetCached((r) => r.orgId === orgId && r.userId === userId);
   },
 
   /** Soft-deletes the user (its id stays resolvable for history) and frees the email. */
@@ -210,9 +245,49 @@ export const authStore = {
     return { record, key };
   },
 
-  async findKeyByHash(hash: string): Promise<KeyLookup | undefined> {
-    const item = await db.get(hashPk(hash), 'KEY');
-    return item ? (strip(item) as unknown as KeyLookup) : undefined;
+  /** The key lookup record as the store has it now. */
+  findKeyByHash: readKey,
+
+  /**
+   * The key lookup record for authentication: this instance's copy when it was read less than
+   * LOUPE_KEY_CACHE_MS ago, otherwise read now (see CachedKey above). The record is shared by the
+   * requests that use the key: treat it as read-only (lastUsedAt excepted, see touchKey).
+   */
+  async keyForAuthentication(hash: string, now = Date.now()): Promise<KeyLookup | undefined> {
+    const ttl = config().LOUPE_KEY_CACHE_MS;
+    const hit = cachedKeys.get(hash);
+    if (hit && now - hit.readAt < ttl && now >= hit.readAt) return hit.record;
+    if (ttl === 0) return readKey(hash);
+    const loading = loadingKeys.get(hash);
+    if (loading) return loading;
+    const started = generation;
+    const readAt = Date.now();
+    const read = readKey(hash).then((record) => {
+      if (loadingKeys.get(hash) === read) loadingKeys.delete(hash);
+      if (record && generation === started) {
+        cachedKeys.delete(hash);
+        if (cachedKeys.size >= MAX_CACHED_KEYS) {
+          for (const [h, c] of cachedKeys) if (readAt - c.readAt >= ttl) cachedKeys.delete(h);
+          if (cachedKeys.size >= MAX_CACHED_KEYS) cachedKeys.delete(cachedKeys.keys().next().value as string);
+        }
+        cachedKeys.set(hash, { record, readAt });
+      }
+      return record;
+    });
+    loadingKeys.set(hash, read);
+    read.catch(() => {
+      if (loadingKeys.get(hash) === read) loadingKeys.delete(hash);
+    });
+    return read;
+  },
+
+  /**
+   * Forgets this instance's copies of the given user's key records (every user's when omitted): what a
+   * revocation or member change does once written; tests that write the store directly use it as the
+   * bound's passing.
+   */
+  forgetCachedKeys(userId?: string): void {
+    forgetCached((r) => userId === undefined || r.userId === userId);
   },
 
   async getKey(orgId: string, keyId: string): Promise<KeyRecord | undefined> {
@@ -232,6 +307,7 @@ export const authStore = {
   async revokeKey(record: KeyRecord): Promise<void> {
     const at = nowIso();
     await db.patch(hashPk(record.keyHash), 'KEY', { revokedAt: at });
+    forgetCached((r) => r.keyHash === record.keyHash);
     await db.patch(orgPk(record.orgId), `KEY#${record.id}`, { revokedAt: at });
   },
 

@@ -3,7 +3,7 @@ import type { DbType, QueryResult } from '../databases/drivers/types';
 import { config } from '../platform/config';
 import { AppError, isAppError, notFound, validationError } from '../platform/errors';
 import { loadConnection } from './connections';
-import { claimQueryNumber, type QueryStatus, queryRecordAt } from './history';
+import { claimQueryNumber, openQueryRecord, type QueryStatus } from './history';
 import { targetFor } from './target';
 
 /** The drivers, the SQL guard and error diagnosis load with the first query, not at a cold start. */
@@ -38,9 +38,11 @@ const statusOf = (e: unknown): QueryStatus => {
  * 400 on bad input; 404 if the connection is missing, in another org, or not visible to a member; 422
  * CONNECTION_INACTIVE when it is deactivated; 400 READ_ONLY_VIOLATION; 422 QUERY_FAILED (details: code,
  * position); 504 QUERY_TIMEOUT.
- * Store calls: the connection is read and its history number taken in one UpdateItem, after the input was
- * checked and only for an active connection (claimQueryNumber), and the history entry is written before
- * answering; every execution that got a number is recorded, whatever its outcome.
+ * Store calls (docs/internals/read-path.md): before the statement, ONE UpdateItem that reads the connection
+ * and takes its history number (claimQueryNumber, after the input was checked and only for an active
+ * connection); while the statement runs, the history entry's PutItem (the answer waits for it: every
+ * answered execution is recorded, whatever its outcome); as the answer leaves, the outcome's UpdateItem,
+ * not waited for.
  */
 export async function executeReadOnly(
   ctx: AuthContext,
@@ -65,14 +67,13 @@ export async function executeReadOnly(
         'Test it with POST /connections/{id}/test, or set isActive to true, to use it again.',
       { connectionId, lastErrorDiagnosis: conn.lastErrorDiagnosis },
     );
-  const record = queryRecordAt(ctx.orgId, connectionId, claim.sequence);
-  const base = {
+  const record = openQueryRecord(ctx.orgId, connectionId, claim.sequence, {
     connectionId,
     source: input.source,
     question: input.question ?? null,
     sql: input.sql,
     userId: ctx.userId,
-  };
+  });
   try {
     const { runReadOnly } = await run();
     const result = await runReadOnly(await targetFor(conn), input.sql, {
@@ -83,8 +84,7 @@ export async function executeReadOnly(
       params: input.params,
       readOnly: true,
     });
-    await record.write({
-      ...base,
+    await record.close({
       status: 'SUCCESS',
       rowCount: result.rowCount,
       executionTime: result.executionTime,
@@ -94,8 +94,7 @@ export async function executeReadOnly(
     });
     return result;
   } catch (e) {
-    await record.write({
-      ...base,
+    await record.close({
       status: statusOf(e),
       rowCount: null,
       executionTime: null,

@@ -1,6 +1,8 @@
 import type { AuthContext } from '../auth/context';
 import { pagination } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
+import { afterAnswer, settled } from '../platform/after-answer';
+import { config } from '../platform/config';
 import { db, type Item, strip } from '../platform/db/store';
 import { newId, nowIso, padSeq } from '../platform/ids';
 import { logger } from '../platform/logger';
@@ -18,10 +20,18 @@ import { type ConnectionRecord, connectionFromItem, connPk, connSk, orgPk } from
  *                              numbers after the seed repeat new ones (one entry replaces the other),
  *                              for the seconds the switch takes.
  * A page (newest first) is one Query over a sequence range. A number is taken when an execution is
- * about to run (after the request was validated and the connection found active) and its entry is
- * written before the answer: every number gets an entry, so the total is exact, and an execution still
- * running is already counted. The query path takes it in the same UpdateItem that reads the connection
- * (claimQueryNumber); other paths (approvals) take it on its own (startQueryRecord). One counter either way.
+ * about to run (after the request was validated and the connection found active): it counts in the
+ * total from then on. Two ways to write its entry:
+ *  - a read (executeReadOnly, openQueryRecord): the entry is written without its outcome while the
+ *    statement runs, the answer waits until it is stored (so an answered execution is always recorded),
+ *    and the outcome is written as the answer leaves, not waited for (after-answer.ts);
+ *  - other paths (approvals, startQueryRecord/recordQuery) write the whole entry once the outcome is known.
+ * An entry without its outcome is an execution under way: the list leaves it out (as it leaves out a
+ * number whose entry is not written yet) until its outcome arrives, or until it can no longer be running
+ * (OUTCOME_LOST_AFTER_MS): the process stopped between the answer and the outcome write, and the list
+ * shows it FAILED with errorCode OUTCOME_NOT_RECORDED. docs/internals/read-path.md has each crash point.
+ * The query path takes its number in the same UpdateItem that reads the connection (claimQueryNumber);
+ * other paths take it on its own (startQueryRecord). One counter either way.
  */
 export type QueryStatus = 'SUCCESS' | 'FAILED' | 'REJECTED' | 'TIMEOUT';
 export type QuerySource =
@@ -127,9 +137,87 @@ function recorder(orgId: string, connectionId: string, seq: Promise<number>) {
   };
 }
 
-/** The recorder for a number taken with claimQueryNumber: its entry must be written. */
-export const queryRecordAt = (orgId: string, connectionId: string, sequence: number) =>
-  recorder(orgId, connectionId, Promise.resolve(sequence));
+/** What a read's entry says before its outcome is known. */
+export type QueryStart = Pick<QueryHistoryEntry, 'connectionId' | 'source' | 'question' | 'sql' | 'userId'>;
+/** How the execution ended. */
+export type QueryOutcome = Pick<
+  QueryHistoryEntry,
+  'status' | 'rowCount' | 'executionTime' | 'truncated' | 'error' | 'errorCode'
+>;
+
+/** The after-answer topic of one connection's outcome writes: its history list waits for them. */
+const outcomesOf = (orgId: string, connectionId: string) => `query-outcome#${orgId}#${connectionId}`;
+
+/**
+ * After this long without an outcome an entry's execution cannot be running any more (the statement's
+ * own limit, connect included, plus a minute for the outcome write): its outcome was lost.
+ */
+export const outcomeLostAfterMs = () => config().LOUPE_DB_STATEMENT_TIMEOUT_MS + 60_000;
+
+/**
+ * Starts the entry of a number taken with claimQueryNumber: its PutItem (everything but the outcome) is
+ * sent now, to run alongside the statement. `close` takes the outcome: it waits until that entry is
+ * stored (usually long done: it started with the statement), then sends the outcome as one UpdateItem
+ * that the answer does not wait for. If the entry could not be stored, `close` writes it whole, outcome
+ * included, before the answer. Failures are logged, never thrown (the query's answer does not depend on
+ * its history).
+ */
+export function openQueryRecord(orgId: string, connectionId: string, sequence: number, start: QueryStart) {
+  const pk = connPk(orgId, connectionId);
+  const sk = entrySk(sequence);
+  const opened = { id: newId(), sequence, createdAt: nowIso(), ...start };
+  const stored = db.put({ pk, sk, kind: 'query', ...opened }).then(
+    () => true,
+    (e: unknown) => {
+      logger().error('Recording query history failed', { connectionId, error: (e as Error).message });
+      return false;
+    },
+  );
+  return {
+    async close(outcome: QueryOutcome): Promise<void> {
+      if (await stored) {
+        afterAnswer(
+          outcomesOf(orgId, connectionId),
+          'Recording a query outcome',
+          db.update({
+            pk,
+            sk,
+            update:
+              'SET #s = :s, rowCount = :r, executionTime = :t, truncated = :tr, #e = :e, errorCode = :c',
+            condition: 'attribute_exists(pk)',
+            names: { '#s': 'status', '#e': 'error' },
+            values: {
+              ':s': outcome.status,
+              ':r': outcome.rowCount,
+              ':t': outcome.executionTime,
+              ':tr': outcome.truncated,
+              ':e': outcome.error,
+              ':c': outcome.errorCode,
+            },
+          }),
+        );
+        return;
+      }
+      try {
+        await db.put({ pk, sk, kind: 'query', ...opened, ...outcome });
+      } catch (e) {
+        logger().error('Recording query history failed', { connectionId, error: (e as Error).message });
+      }
+    },
+  };
+}
+
+/** An entry whose outcome never arrived (docs/internals/read-path.md): the process stopped first. */
+const outcomeLost = (e: QueryHistoryEntry): QueryHistoryEntry => ({
+  ...e,
+  status: 'FAILED',
+  rowCount: null,
+  executionTime: null,
+  truncated: false,
+  error:
+    'Loupe stopped before recording how this execution ended: the statement may have run and its answer may have been sent.',
+  errorCode: 'OUTCOME_NOT_RECORDED',
+});
 
 /** Records one execution. Failure to record never fails the query itself (it is logged). */
 export async function recordQuery(orgId: string, entry: Entry): Promise<void> {
@@ -152,6 +240,9 @@ export function startQueryRecord(orgId: string, connectionId: string) {
 }
 
 export async function listQueryHistory(ctx: AuthContext, connectionId: string, q: PageQuery) {
+  // This instance's outcome writes still under way land first (for up to a second): a caller sees its
+  // last query's outcome.
+  await settled(outcomesOf(ctx.orgId, connectionId), 1000);
   const connection = await loadConnection(ctx, connectionId);
   const pk = connPk(ctx.orgId, connectionId);
   const total = Number(connection.querySeq ?? (await db.get<{ seq?: number }>(pk, LEGACY_COUNTER))?.seq ?? 0);
@@ -159,11 +250,14 @@ export async function listQueryHistory(ctx: AuthContext, connectionId: string, q
   const lo = Math.max(1, hi - q.pageSize + 1);
   const items =
     hi >= 1 ? await db.query({ pk, between: [entrySk(lo), entrySk(hi)], newestFirst: true }) : ([] as Item[]);
-  return {
-    data: items.map((i) => {
-      const { kind: _k, ...rest } = strip(i);
-      return rest as unknown as QueryHistoryEntry;
-    }),
-    pagination: pagination(total, q.page, q.pageSize),
-  };
+  const lostBefore = Date.now() - outcomeLostAfterMs();
+  const data: QueryHistoryEntry[] = [];
+  for (const i of items) {
+    const { kind: _k, ...rest } = strip(i);
+    const entry = rest as unknown as QueryHistoryEntry;
+    if (entry.status !== undefined) data.push(entry);
+    else if (Date.parse(entry.createdAt) < lostBefore) data.push(outcomeLost(entry));
+    // else: still running (its outcome is on its way), left out like a number without its entry yet.
+  }
+  return { data, pagination: pagination(total, q.page, q.pageSize) };
 }

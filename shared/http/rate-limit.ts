@@ -78,11 +78,13 @@ export const maxSliceOf = (limit: number) => Math.max(1, Math.floor(limit / 10))
  * the store does not return it); when nothing is left it answers 429 until the window ends.
  *
  * The slice starts at 1 and doubles with each further lease in the same window (the instance used up
- * the previous one within the minute), up to maxSliceOf(limit); a window that ends with leased
+ * most of the previous one within the minute), up to maxSliceOf(limit); a window that ends with leased
  * admissions unspent halves it for the next one, and an instance idle for a whole window starts again
- * at 1. The shared count never exceeds the limit, so neither do admissions across instances; unspent
- * leases expire with the window, so a window that refuses requests has admitted at least
- * limit - instances x maxSlice.
+ * at 1. The next lease starts when a quarter of the slice is left, alongside the request that spent it,
+ * so that steady traffic never waits for one (a request waits only when nothing is left). The shared
+ * count never exceeds the limit, so neither do admissions across instances; unspent leases expire with
+ * the window (a lease started early asks only for what keeps the unspent part within maxSlice), so a
+ * window that refuses requests has admitted at least limit - instances x maxSlice.
  *
  * Headers: `remaining` is limit - (the shared count at this instance's last lease) + (its unspent
  * lease), i.e. what this instance could still admit if no other instance leases more; with one
@@ -99,17 +101,28 @@ export class SharedRateLimiter {
       if (!l || l.start !== start) l = this.openWindow(key, l, start, limit);
       if (l.left > 0) {
         l.left -= 1;
+        // Running low: lease the next slice now, alongside this request, so that a steady stream of
+        // requests never waits for a lease call.
+        if (l.left * 4 <= l.slice && !l.exhausted && !l.pending) this.startLease(orgId, bucket, limit, l);
         return rateHeaders({ limit, remaining: Math.max(0, limit - l.known + l.left), resetSeconds });
       }
       if (l.exhausted) throw rateLimited(resetSeconds, rateHeaders({ limit, remaining: 0, resetSeconds }));
-      if (!l.pending) {
-        const lease = l;
-        lease.pending = this.lease(orgId, bucket, limit, lease).finally(() => {
-          lease.pending = undefined;
-        });
-      }
-      await l.pending;
+      await (l.pending ?? this.startLease(orgId, bucket, limit, l));
     }
+  }
+
+  /** Resolves once the lease calls under way have finished (tests). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.leases.values()].map((l) => l.pending));
+  }
+
+  private startLease(orgId: string, bucket: string, limit: number, l: Lease): Promise<void> {
+    const pending = this.lease(orgId, bucket, limit, l).finally(() => {
+      if (l.pending === pending) l.pending = undefined;
+    });
+    pending.catch(() => {}); // a request that needs it awaits it (and sees the failure); a head start may fail alone
+    l.pending = pending;
+    return pending;
   }
 
   private openWindow(key: string, prev: Lease | undefined, start: number, limit: number): Lease {
@@ -134,7 +147,8 @@ export class SharedRateLimiter {
     if (l.calls > 0) l.slice = Math.min(l.slice * 2, maxSliceOf(limit));
     const pk = `ORG#${orgId}`;
     const sk = `RATE#${bucket}#${l.start}`;
-    let n = Math.min(l.slice, limit);
+    // What is still unspent counts against the slice: an instance never holds back more than maxSlice.
+    let n = Math.max(1, Math.min(l.slice, limit, maxSliceOf(limit) - l.left));
     for (;;) {
       l.calls += 1;
       const r = await db.tryUpdate<{ count: number }>({

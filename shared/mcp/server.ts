@@ -1,3 +1,4 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -52,24 +53,50 @@ const needConnectionsScope = (ctx: AuthContext) => {
     throw forbidden('This API key lacks the "connections" scope required for this operation.');
 };
 
+/** Who a message comes from: the caller of the HTTP request that carried it (transport.ts sets it). */
+export interface McpCaller {
+  ctx: AuthContext;
+  /** The organization's rate-limit refusal of this request, which a tool call reports as its result. */
+  limited: AppError | undefined;
+}
+
+/** The AuthInfo the transport passes with each message: the caller rides in `extra` (never the key). */
+export const authInfoOf = (caller: McpCaller): AuthInfo => ({
+  token: '',
+  clientId: caller.ctx.keyId,
+  scopes: caller.ctx.scopes,
+  extra: { caller },
+});
+
+function callerOf(extra: { authInfo?: AuthInfo }): McpCaller {
+  const caller = extra.authInfo?.extra?.caller as McpCaller | undefined;
+  // Every message reaches the server through exchange(), which always sets it.
+  if (!caller) throw new McpError(ErrorCode.InternalError, 'A message without its caller.');
+  return caller;
+}
+
 /**
- * One MCP server for one request of one caller (stateless: every HTTP request builds its own). Tools and
- * resources call the REST use cases with the caller's context; `limited` is the organization's rate-limit
- * refusal of this request, which a tool call reports as its result.
+ * The MCP server of this instance (built once, see transport.ts): one SDK Server for every request and
+ * caller. It holds no caller's state: each handler takes the caller from the message's AuthInfo, and
+ * tools and resources call the REST use cases with that caller's context.
  */
-export function mcpServer(ctx: AuthContext, limited: AppError | undefined): Server {
+export function mcpServer(): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: noElicitation,
   });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: visibleTools(ctx) }));
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => ({
+    tools: visibleTools(callerOf(extra).ctx),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const { ctx, limited } = callerOf(extra);
     const def = toolByName.get(req.params.name);
     if (!def) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     return callTool(ctx, def, req.params.arguments, limited);
   });
-  server.setRequestHandler(ListResourcesRequestSchema, async (req) => {
+  server.setRequestHandler(ListResourcesRequestSchema, async (req, extra) => {
+    const { ctx } = callerOf(extra);
     if (!hasScope(ctx, 'connections')) return { resources: [] };
     const cursor = req.params?.cursor;
     const page = cursor === undefined ? 1 : Number(cursor);
@@ -88,8 +115,8 @@ export function mcpServer(ctx: AuthContext, limited: AppError | undefined): Serv
       ...(page < r.pagination.totalPages ? { nextCursor: String(page + 1) } : {}),
     };
   });
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
-    resourceTemplates: hasScope(ctx, 'connections')
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async (_req, extra) => ({
+    resourceTemplates: hasScope(callerOf(extra).ctx, 'connections')
       ? [
           {
             uriTemplate: 'loupe://connections/{id}/schema',
@@ -100,7 +127,8 @@ export function mcpServer(ctx: AuthContext, limited: AppError | undefined): Serv
         ]
       : [],
   }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+  server.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
+    const { ctx } = callerOf(extra);
     const m = SCHEMA_URI.exec(req.params.uri);
     if (!m) throw new McpError(-32002, `Resource not found: ${req.params.uri}`);
     try {

@@ -32,6 +32,12 @@ const Env = z.object({
   LOUPE_ORG_RATE_LIMIT: z._default(z.coerce.number().check(z.int(), z.positive()), 600),
   LOUPE_AI_RATE_LIMIT: z._default(z.coerce.number().check(z.int(), z.positive()), 60),
   LOUPE_DISCOVERY_RATE_LIMIT: z._default(z.coerce.number().check(z.int(), z.positive()), 60),
+  /**
+   * How long an instance reuses an API key lookup (authentication) before reading it again: what another
+   * instance's revocation or member change may take to reach it (the instance that made it sees it at once).
+   * At most 10 s; 0 reads the key on every request.
+   */
+  LOUPE_KEY_CACHE_MS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(10_000)), 10_000),
   /** Local runtime: handler instances in worker threads (0: in the main thread); default infra/local/instances.ts. */
   LOUPE_LOCAL_INSTANCES: z.optional(z.coerce.number().check(z.int(), z.gte(0), z.lte(64))),
   LOUPE_DEFAULT_BALANCE_CENTS: z._default(z.coerce.number().check(z.nonnegative()), 500),

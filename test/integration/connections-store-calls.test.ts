@@ -2,10 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it, type MockInstance, vi } from 'vitest';
+import { authStore } from '../../shared/auth/store';
+import { outcomeLostAfterMs } from '../../shared/connections/history';
+import { config } from '../../shared/platform/config';
 import { documentClient } from '../../shared/platform/db/client';
 import { db } from '../../shared/platform/db/store';
-import { placeSqlite } from '../support/connections';
+import { placeSqlite, postgresConnection } from '../support/connections';
+import { mcpPost } from '../support/mcp';
 import { startTestServer, type TestServer } from '../support/server';
 
 /** Start the calls of a test early in a minute, so that they share one rate-limit window. */
@@ -36,9 +41,31 @@ function describeCommand(orgId: string, operation: string, sent: unknown) {
   return `${operation.replace(/Item$/, '')} ${item}`;
 }
 
-describe('store calls on the query path (at most 3 per query in steady state)', () => {
+/** A store command the test holds until it is released (see `hold`). */
+interface Gate {
+  reached: Promise<void>;
+  release(): void;
+}
+
+describe('store calls on the read path (one round trip before the statement, none after the answer)', () => {
   let s: TestServer;
   let send: MockInstance;
+  /** Commands held when they are sent (`<command> <item>` of describeCommand), until released. */
+  const gates = new Map<string, Gate & { arrive(): void; open: Promise<void> }>();
+  /** Holds the next `command` of this organization; the command goes on once released. */
+  function hold(command: string): Gate {
+    let arrive = () => {};
+    let release = () => {};
+    const reached = new Promise<void>((r) => {
+      arrive = r;
+    });
+    const open = new Promise<void>((r) => {
+      release = r;
+    });
+    const gate = { reached, release, arrive, open };
+    gates.set(command, gate);
+    return gate;
+  }
   const dir = mkdtempSync(join(tmpdir(), 'loupe-store-calls-'));
   const file = join(dir, 'items.db');
 
@@ -76,7 +103,18 @@ describe('store calls on the query path (at most 3 per query in steady state)', 
     d.exec('CREATE TABLE items (id INTEGER PRIMARY KEY); INSERT INTO items VALUES (1), (2);');
     d.close();
     s = await startTestServer();
-    send = vi.spyOn(documentClient(), 'send');
+    const client = documentClient();
+    const original = client.send.bind(client);
+    send = vi.spyOn(client, 'send').mockImplementation(async (operation, input) => {
+      const command = describeCommand(s.app.orgId, operation, input);
+      const gate = command ? gates.get(command) : undefined;
+      if (gate) {
+        gates.delete(command!);
+        gate.arrive();
+        await gate.open;
+      }
+      return original(operation, input);
+    });
   });
   afterAll(async () => {
     send?.mockRestore();
@@ -84,29 +122,67 @@ describe('store calls on the query path (at most 3 per query in steady state)', 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a query reads the key, reads the connection while taking its number, and writes the entry', async () => {
+  /** What a read may add to its own calls now and then: a key read (its copy is older than the bound), a rate-limit lease. */
+  const occasional = (c: string) => c === 'Get KEYHASH' || c === 'Update RATE';
+  /** Key reads over `ms`: one, then at most one per LOUPE_KEY_CACHE_MS (the copy lives that long). */
+  const keyReadsAtMost = (ms: number) => 1 + Math.floor(ms / config().LOUPE_KEY_CACHE_MS);
+  /** Every read: one UpdateItem of the connection item (read + history number), the entry, its outcome. */
+  const READ = ['Update CONN', 'Put QH', 'Update QH'];
+
+  it('a REST read: the connection and its number in one UpdateItem, the entry, the outcome; the key from the instance', async () => {
     const id = await create('steady');
     await earlyInWindow();
-    // Warm-up: the first request of a minute may also write lastUsedAt and lease rate-limit admissions.
-    expect((await query(id)).status).toBe(200);
+    // Warm-up: the first request reads the key (none of this instance's copies here), leases rate-limit
+    // admissions and writes lastUsedAt.
+    authStore.forgetCachedKeys();
+    const warm = await commandsOf(() => query(id));
+    expect(warm.value.status).toBe(200);
+    expect(warm.commands).toContain('Get KEYHASH');
+    const started = Date.now();
     const perRequest: string[][] = [];
     for (let i = 0; i < 12; i++) {
       const { value, commands } = await commandsOf(() => query(id));
       expect(value.status).toBe(200);
       perRequest.push(commands);
     }
-    const core = ['Get KEYHASH', 'Update CONN', 'Put QH'];
-    // Every request: the key lookup, one UpdateItem of the connection item (read + history number), the
-    // entry. Apart from those, only a rate-limit lease, now and then: the instance leases 1, 2, 4, 8...
-    // admissions at a time (up to a tenth of the limit), so lease calls thin out.
-    for (const commands of perRequest) expect(commands.filter((c) => c !== 'Update RATE')).toEqual(core);
-    const leases = perRequest.flat().filter((c) => c === 'Update RATE').length;
-    expect(leases).toBeLessThanOrEqual(4);
-    // The steady state: the last requests made exactly the three calls.
-    for (const commands of perRequest.slice(-4)) expect(commands).toEqual(core);
+    for (const commands of perRequest) expect(commands.filter((c) => !occasional(c))).toEqual(READ);
+    // The key is read again only once this instance's copy is older than the bound (10 s by default).
+    const keyReads = perRequest.flat().filter((c) => c === 'Get KEYHASH').length;
+    expect(keyReads).toBeLessThanOrEqual(keyReadsAtMost(Date.now() - started) - 1);
+    // Leases of 1, 2, 4, 8... admissions (up to a tenth of the limit), each started before the last is spent.
+    expect(perRequest.flat().filter((c) => c === 'Update RATE').length).toBeLessThanOrEqual(4);
     const h = await history(id);
     expect(h.total).toBe(13);
     expect(h.sequences).toEqual(Array.from({ length: 13 }, (_, i) => 13 - i));
+    expect(h.entries.every((e) => e.status === 'SUCCESS')).toBe(true);
+  });
+
+  it('an MCP run_query read makes the same store calls as the REST read', async () => {
+    const id = await create('mcp');
+    const call = (n: number) =>
+      mcpPost(s, {
+        jsonrpc: '2.0',
+        id: n,
+        method: 'tools/call',
+        params: { name: 'run_query', arguments: { connectionId: id, sql: 'SELECT id FROM items' } },
+      });
+    await earlyInWindow();
+    expect((await call(0)).json.result.isError).toBeFalsy();
+    const started = Date.now();
+    const perRequest: string[][] = [];
+    for (let i = 1; i <= 8; i++) {
+      const { value, commands } = await commandsOf(() => call(i));
+      expect(value.status).toBe(200);
+      expect(value.json.result.structuredContent.rowCount).toBe(2);
+      perRequest.push(commands);
+    }
+    for (const commands of perRequest) expect(commands.filter((c) => !occasional(c))).toEqual(READ);
+    expect(perRequest.flat().filter((c) => c === 'Get KEYHASH').length).toBeLessThanOrEqual(
+      keyReadsAtMost(Date.now() - started) - 1,
+    );
+    const h = await history(id);
+    expect(h.total).toBe(9);
+    expect(h.entries.map((e) => e.source)).toEqual(Array(9).fill('mcp'));
   });
 
   it('a page of history is one Query, and the total comes with the connection read', async () => {
@@ -119,10 +195,142 @@ describe('store calls on the query path (at most 3 per query in steady state)', 
     );
     expect(value.body.meta.pagination).toMatchObject({ total: 20, page: 2, pageSize: 7, totalPages: 3 });
     expect(value.body.data.map((e: { sequence: number }) => e.sequence)).toEqual([13, 12, 11, 10, 9, 8, 7]);
-    expect(commands.filter((c) => c !== 'Update RATE')).toEqual([
-      'Get KEYHASH',
-      'Get CONN',
-      'Query CONN partition',
+    expect(commands.filter((c) => !occasional(c))).toEqual(['Get CONN', 'Query CONN partition']);
+  });
+
+  it('the statement waits for one store call only; the answer waits for the entry, never for the outcome', async () => {
+    const info = inject('postgres');
+    const created = await s.call('POST', '/connections', {
+      body: { ...postgresConnection(info), name: 'timeline' },
+    });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.id as string;
+    expect((await query(id, { sql: 'SELECT 1' })).status).toBe(200); // the pool, the key, a lease
+    const marker = `SELECT 42 AS timeline_${Date.now()}`;
+    // Which statements reach PostgreSQL, and when their replies have come back.
+    const Client = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+    const originalQuery = Client.query;
+    const sent: Array<{ text: string; done: boolean }> = [];
+    const pgQuery = vi.spyOn(Client, 'query').mockImplementation(function (this: unknown, ...args) {
+      const a = args[0] as string | { text?: string };
+      const entry = { text: typeof a === 'string' ? a : (a?.text ?? ''), done: false };
+      sent.push(entry);
+      const r = originalQuery.apply(this, args);
+      if (r && typeof (r as Promise<unknown>).then === 'function')
+        (r as Promise<unknown>).then(
+          () => {
+            entry.done = true;
+          },
+          () => {
+            entry.done = true;
+          },
+        );
+      else entry.done = true;
+      return r;
+    });
+    try {
+      const ran = () => sent.findIndex((q) => q.text.includes(marker));
+      const connection = hold('Update CONN');
+      const entry = hold('Put QH');
+      let answered = false;
+      const mark = send.mock.calls.length;
+      const answer = query(id, { sql: marker }).then((a) => {
+        answered = true;
+        return a;
+      });
+      // 1. Before the statement: the UpdateItem that reads the connection and takes the number.
+      await connection.reached;
+      expect(ran()).toBe(-1);
+      connection.release();
+      // 2. The statement runs while the entry's PutItem is still held: it does not wait for it.
+      await entry.reached;
+      await vi.waitFor(() => expect(ran()).toBeGreaterThanOrEqual(0), { timeout: 20_000, interval: 5 });
+      // Every reply PostgreSQL owes for this read has come back…
+      await vi.waitFor(() => expect(sent.slice(ran()).every((q) => q.done)).toBe(true), {
+        timeout: 20_000,
+        interval: 5,
+      });
+      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+      // …and neither the answer nor the outcome has left: both wait until the entry is stored.
+      expect(answered).toBe(false);
+      expect(
+        send.mock.calls
+          .slice(mark)
+          .some(([op, input]) => describeCommand(s.app.orgId, op, input) === 'Update QH'),
+      ).toBe(false);
+      // 3. The entry stored, the answer leaves while the outcome's UpdateItem is still held.
+      const outcome = hold('Update QH');
+      entry.release();
+      const a = await answer;
+      expect(a.status, a.text).toBe(200);
+      expect(a.body.data.rows).toEqual([{ [`timeline_${marker.split('_')[1]}`]: 42 }]);
+      await outcome.reached;
+      // At the answer, the execution is recorded (its outcome on the way): a crash here leaves this entry.
+      const [stored] = await db.query({
+        pk: `ORG#${s.app.orgId}#CONN#${id}`,
+        prefix: 'QH#',
+        newestFirst: true,
+        limit: 1,
+      });
+      expect(stored).toMatchObject({ sequence: 2, sql: marker, source: 'query' });
+      expect(stored.status).toBeUndefined();
+      outcome.release();
+      const h = await history(id);
+      expect(h.total).toBe(2);
+      expect(h.entries.map((e) => [e.sequence, e.status])).toEqual([
+        [2, 'SUCCESS'],
+        [1, 'SUCCESS'],
+      ]);
+    } finally {
+      pgQuery.mockRestore();
+      gates.clear();
+    }
+  });
+
+  it('an entry without its outcome is left out while it may run, then shown as OUTCOME_NOT_RECORDED', async () => {
+    const id = await create('crash');
+    expect((await query(id)).status).toBe(200);
+    const pk = `ORG#${s.app.orgId}#CONN#${id}`;
+    // What a process stopped between the answer and the outcome leaves: the number taken, the entry
+    // without its outcome. One from long ago, one just now (its execution could still be running).
+    for (const [seq, createdAt] of [
+      [2, new Date(Date.now() - outcomeLostAfterMs() - 1000).toISOString()],
+      [3, new Date().toISOString()],
+    ] as const) {
+      await db.update({
+        pk: `ORG#${s.app.orgId}`,
+        sk: `CONN#${id}`,
+        update: 'ADD querySeq :one',
+        values: { ':one': 1 },
+      });
+      await db.put({
+        pk,
+        sk: `QH#${String(seq).padStart(12, '0')}`,
+        kind: 'query',
+        id: `lost-${seq}`,
+        sequence: seq,
+        connectionId: id,
+        source: 'mcp',
+        question: null,
+        sql: 'SELECT id FROM items',
+        userId: s.app.adminUserId,
+        createdAt,
+      });
+    }
+    const h = await history(id);
+    expect(h.total).toBe(3);
+    expect(h.entries).toMatchObject([
+      {
+        sequence: 2,
+        status: 'FAILED',
+        errorCode: 'OUTCOME_NOT_RECORDED',
+        sql: 'SELECT id FROM items',
+        source: 'mcp',
+        rowCount: null,
+        executionTime: null,
+        truncated: false,
+      },
+      { sequence: 1, status: 'SUCCESS' },
     ]);
   });
 

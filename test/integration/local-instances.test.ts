@@ -32,6 +32,8 @@ describe('local runtime with 2 handler instances', () => {
   let fake: FakeOpenAI;
   let dataDir: string;
   const adminKey = generateKey();
+  /** Shorter than the default 10 s, so that the bound passes quickly. */
+  const KEY_CACHE_MS = 1500;
   const logs: string[] = [];
   let resourcesBefore: string[];
 
@@ -114,6 +116,7 @@ describe('local runtime with 2 handler instances', () => {
         OPENAI_BASE_URL: fake.url,
         LOUPE_MODEL: 'test-model',
         LOUPE_ORG_RATE_LIMIT: String(ORG_LIMIT),
+        LOUPE_KEY_CACHE_MS: String(KEY_CACHE_MS),
       },
       log: (l) => logs.push(l),
     });
@@ -130,13 +133,28 @@ describe('local runtime with 2 handler instances', () => {
     expect(app.instances).toBe(2);
   });
 
-  it('authenticates on both instances and a revoked key stops working at once on both', async () => {
+  it('authenticates on both instances; a revoked key stops at once on the instance that revoked it, and on the other within the key cache bound', async () => {
     const created = await call('POST', '/keys', { body: { name: 'temp', scopes: ['connections'] } });
     expect(created.status, created.text).toBe(201);
     const key = created.body.data.key as string;
+    // Both instances now hold a copy of the key's record (LOUPE_KEY_CACHE_MS, set short here).
     await onBoth('/connections', 200, () => call('GET', '/connections', { key }));
+    const beforeRevoke = logs.length;
     const revoked = await call('DELETE', `/keys/${created.body.data.id}`);
     expect(revoked.status, revoked.text).toBe(200);
+    const revokedAt = Date.now();
+    await new Promise((r) => setTimeout(r, 50)); // the log line crosses from the thread
+    const [revoker] = answeredBy(beforeRevoke, `/keys/${created.body.data.id}`, 200);
+    expect(revoker).toMatch(/^[12]$/);
+    // The instance that revoked it refuses it at once, every time.
+    const fromRevoke = logs.length;
+    for (let i = 0; i < 200 && !answeredBy(fromRevoke, '/connections', 401).has(revoker); i++)
+      await call('GET', '/connections', { key });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(answeredBy(fromRevoke, '/connections', 401)).toContain(revoker);
+    expect(answeredBy(fromRevoke, '/connections', 200)).not.toContain(revoker);
+    // Once the other instance's copy is older than the bound, both refuse it.
+    await new Promise((r) => setTimeout(r, Math.max(0, revokedAt + KEY_CACHE_MS + 50 - Date.now())));
     const after = await onBoth('/connections', 401, () => call('GET', '/connections', { key }));
     expect(after.every((a) => a.status === 401)).toBe(true);
     expect(

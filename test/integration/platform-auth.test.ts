@@ -152,10 +152,13 @@ describe('authentication and authorization', () => {
     });
     await db.patch(`KEYHASH#${record.keyHash}`, 'KEY', { userAuth: undefined, userVersion: undefined });
     expect(await status(key, '/members')).toBe(403);
-    // A change written to the user item alone (as older code did) is what this key gets.
+    // A change written to the user item alone (as older code did) is what this key gets, once this
+    // instance's copy of the key is older than LOUPE_KEY_CACHE_MS (forgetCachedKeys: the bound has passed).
     await db.patch(`ORG#${s.app.orgId}`, `USER#${id}`, { role: 'admin' });
+    authStore.forgetCachedKeys();
     expect(await status(key, '/members')).toBe(200);
     await db.patch(`ORG#${s.app.orgId}`, `USER#${id}`, { deletedAt: new Date().toISOString() });
+    authStore.forgetCachedKeys();
     expect(await status(key, '/')).toBe(401);
   });
 

@@ -136,14 +136,24 @@ describe('organization rate limit (counted in the shared store alongside authent
       try {
         for (let i = 0; i < WINDOW_LIMIT; i++)
           seen.push(Number((await a.hit(orgId, 'all', WINDOW_LIMIT, NOW))['RateLimit-Remaining']));
-        // Leases of 1, 2, 4, then 5 (the cap): 47 after 11 writes; the 12th asks for 5, fails its
-        // condition and takes the remaining 3 (dynalite does not return the old count with the failure,
-        // so one GetItem reads it; DynamoDB returns it). The local runtime's queue and scheduler poll the
-        // same store meanwhile: only this window's item is counted.
+        await a.idle(); // the lease started alongside the last hits
+        // Each lease starts alongside the hit that leaves a quarter of the slice or less, and asks for no
+        // more than keeps the unspent part within the cap (5): leases of 1, 2, 4, then 4 (5 less the one
+        // left): 47 after 13 writes; the 14th asks for 4, fails its condition and takes the remaining 3
+        // (dynalite does not return the old count with the failure, so one GetItem reads it; DynamoDB
+        // returns it). The last finds the window full (UpdateItem, GetItem): the next hit is refused
+        // without a store call. The local runtime's queue and scheduler poll the same store meanwhile:
+        // only this window's item is counted.
         const calls = send.mock.calls
           .filter(([, input]) => (input as { Key?: { sk?: string } }).Key?.sk === `RATE#all#${windowStart}`)
           .map(([operation]) => operation);
-        expect(calls).toEqual([...Array(12).fill('UpdateItem'), 'GetItem', 'UpdateItem']);
+        expect(calls).toEqual([
+          ...Array(14).fill('UpdateItem'),
+          'GetItem',
+          'UpdateItem',
+          'UpdateItem',
+          'GetItem',
+        ]);
       } finally {
         send.mockRestore();
       }
