@@ -2,6 +2,7 @@ import { type AuthContext, assertConnectionVisible } from '../auth/context';
 import type { DbType, QueryResult } from '../databases/drivers/types';
 import { config } from '../platform/config';
 import { AppError, isAppError, notFound, validationError } from '../platform/errors';
+import { count, observe } from '../platform/measures';
 import { loadConnection } from './connections';
 import { claimQueryNumber, type QueryStatus, queryRecordAt } from './history';
 import { targetFor } from './target';
@@ -73,6 +74,7 @@ export async function executeReadOnly(
     sql: input.sql,
     userId: ctx.userId,
   };
+  const started = performance.now();
   try {
     const { runReadOnly } = await run();
     const result = await runReadOnly(await targetFor(conn), input.sql, {
@@ -83,6 +85,7 @@ export async function executeReadOnly(
       params: input.params,
       readOnly: true,
     });
+    measureQuery(input.source, 'SUCCESS', started);
     await record.write({
       ...base,
       status: 'SUCCESS',
@@ -94,6 +97,7 @@ export async function executeReadOnly(
     });
     return result;
   } catch (e) {
+    measureQuery(input.source, statusOf(e), started);
     await record.write({
       ...base,
       status: statusOf(e),
@@ -105,6 +109,16 @@ export async function executeReadOnly(
     });
     throw e;
   }
+}
+
+/** QueriesRun and QueryDuration for a statement that reached the database; QueriesRefused for a guard refusal. */
+function measureQuery(source: ExecuteInput['source'], status: QueryStatus, started: number) {
+  if (status === 'REJECTED') {
+    count('queriesRefused', { source });
+    return;
+  }
+  count('queriesRun', { source, outcome: status.toLowerCase() });
+  observe('queryDuration', performance.now() - started, {});
 }
 
 /** The sanitized connection (no secrets) after the same visibility check (404 otherwise). */
