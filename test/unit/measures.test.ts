@@ -167,6 +167,8 @@ describe('measures locally: the Prometheus registry', () => {
       if (d.kind === 'counter') expect(d.prom).toMatch(/_total$/);
       if (d.unit === 'ms') expect(d.prom).toMatch(/_seconds$/);
       for (const l of d.labels) expect(l).toMatch(/^[a-z_]+$/);
+      // `service` is the dimension every EMF line already has (Powertools' default): a label may not take it.
+      expect(d.labels).not.toContain('service');
     }
   });
 });

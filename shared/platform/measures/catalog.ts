@@ -121,6 +121,14 @@ export const MEASURES = {
     help: 'Requests answered 429 by a Loupe rate limit: org (all routes), ai (chat and model routes), discovery (GET / per IP).',
     labels: ['limit'],
   },
+  awsErrors: {
+    kind: 'counter',
+    emf: 'AwsCallErrors',
+    prom: 'loupe_aws_call_errors_total',
+    unit: 'count',
+    help: 'Failed calls to AWS KMS (GenerateDataKey, Decrypt) and Secrets Manager (GetSecretValue), by dependency and operation; a ciphertext that will never decrypt is not counted.',
+    labels: ['dependency', 'operation'],
+  },
   httpRequests: {
     kind: 'counter',
     emf: 'HttpRequests',
