@@ -40,7 +40,9 @@ const metricsOf = (r: Resource): { name: string; namespace: string; dims: Record
     dims: Object.fromEntries((m.Dimensions ?? []).map((d: any) => [d.Name, d.Value])),
   });
   if (r.Properties.MetricName) return [stat(r.Properties)];
-  return (r.Properties.Metrics ?? []).filter((m: any) => m.MetricStat).map((m: any) => stat(m.MetricStat.Metric));
+  return (r.Properties.Metrics ?? [])
+    .filter((m: any) => m.MetricStat)
+    .map((m: any) => stat(m.MetricStat.Metric));
 };
 
 beforeAll(() => {
@@ -64,20 +66,28 @@ describe('alarms', () => {
     alarms.filter(([, r]) => metricsOf(r).some(pred));
 
   it('watches every dead-letter queue for visible messages, and the age of the oldest message of each worker queue', () => {
-    const dlqs = s.resources('AWS::SQS::Queue').filter(([, r]) => String(r.Properties.QueueName).endsWith('-dlq'));
+    const dlqs = s
+      .resources('AWS::SQS::Queue')
+      .filter(([, r]) => String(r.Properties.QueueName).endsWith('-dlq'));
     expect(dlqs).toHaveLength(queueWorkers.length);
     for (const [logicalId] of dlqs) {
       const a = watching(
-        (m) => m.name === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(m.dims.QueueName).includes(logicalId),
+        (m) =>
+          m.name === 'ApproximateNumberOfMessagesVisible' &&
+          JSON.stringify(m.dims.QueueName).includes(logicalId),
       );
       expect(a, logicalId).toHaveLength(1);
-      expect(a[0][1].Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+      expect(a[0][1].Properties).toMatchObject({
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
     }
     for (const f of queueWorkers) {
       const queue = s.stack.workers.queues.get(f.name)!.queue;
       const a = watching(
         (m) =>
-          m.name === 'ApproximateAgeOfOldestMessage' && JSON.stringify(m.dims.QueueName).includes(s.id(queue)),
+          m.name === 'ApproximateAgeOfOldestMessage' &&
+          JSON.stringify(m.dims.QueueName).includes(s.id(queue)),
       );
       expect(a, f.name).toHaveLength(1);
       expect(a[0][1].Properties.Threshold).toBeGreaterThanOrEqual(600);
@@ -89,14 +99,17 @@ describe('alarms', () => {
       const fnId = s.id(s.stack.functions.get(`${f.kind}/${f.name}`)!.function);
       for (const name of ['Errors', 'Throttles'])
         expect(
-          watching((m) => m.namespace === 'AWS/Lambda' && m.name === name && JSON.stringify(m.dims).includes(fnId)),
+          watching(
+            (m) => m.namespace === 'AWS/Lambda' && m.name === name && JSON.stringify(m.dims).includes(fnId),
+          ),
           `${f.name} ${name}`,
         ).toHaveLength(1);
     }
   });
 
   it('watches the API 5xx rate and latency, the table, KMS, Secrets Manager, the scheduler and Loupe’s own measures', () => {
-    const one = (pred: Parameters<typeof watching>[0], what: string) => expect(watching(pred), what).toHaveLength(1);
+    const one = (pred: Parameters<typeof watching>[0], what: string) =>
+      expect(watching(pred), what).toHaveLength(1);
     one((m) => m.namespace === 'AWS/ApiGateway' && m.name === '5XXError', 'API 5xx');
     const rate = watching((m) => m.name === '5XXError')[0][1];
     expect(JSON.stringify(rate.Properties.Metrics)).toContain('100 * FILL(errors, 0) / requests');
@@ -105,7 +118,10 @@ describe('alarms', () => {
     one((m) => m.namespace === 'AWS/DynamoDB' && m.name === 'ThrottledRequests', 'table throttles');
     one((m) => m.namespace === 'AWS/DynamoDB' && m.name === 'SystemErrors', 'table errors');
     one((m) => m.name === 'AwsCallErrors' && m.dims.dependency === 'kms', 'KMS errors');
-    one((m) => m.name === 'AwsCallErrors' && m.dims.dependency === 'secretsmanager', 'Secrets Manager errors');
+    one(
+      (m) => m.name === 'AwsCallErrors' && m.dims.dependency === 'secretsmanager',
+      'Secrets Manager errors',
+    );
     one((m) => m.namespace === 'Loupe/LoupeMon' && m.name === 'ScheduledRunsLate', 'scheduled runs late');
     one((m) => m.namespace === 'AWS/Scheduler' && m.name === 'InvocationDroppedCount', 'runs never started');
     one((m) => m.namespace === 'AWS/Scheduler' && m.name === 'TargetErrorCount', 'scheduler target errors');
@@ -167,7 +183,11 @@ describe('alarms', () => {
   it('subscribes the alarmEmail address to the topic', () => {
     const subs = s.resources('AWS::SNS::Subscription');
     expect(subs.map(([, r]) => r.Properties)).toEqual([
-      { Protocol: 'email', Endpoint: 'oncall@example.com', TopicArn: { Ref: s.id(s.stack.monitoring.topic) } },
+      {
+        Protocol: 'email',
+        Endpoint: 'oncall@example.com',
+        TopicArn: { Ref: s.id(s.stack.monitoring.topic) },
+      },
     ]);
   });
 
@@ -196,9 +216,9 @@ describe('alarms', () => {
 
   it('stays cdk-nag clean', () => {
     const report = new AwsSolutionsChecks().validateScope(s.stack);
-    expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)).toEqual(
-      [],
-    );
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
   });
 });
 
@@ -225,9 +245,9 @@ describe('without alarmEmail and with tracing off', () => {
 
   it('stays cdk-nag clean', () => {
     const report = new AwsSolutionsChecks().validateScope(s.stack);
-    expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)).toEqual(
-      [],
-    );
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
   });
 });
 
@@ -243,6 +263,8 @@ describe('monitoring settings', () => {
     expect(() => read({ alarmEmail: 'not-an-address', tracing: 'maybe' })).toThrow(
       /alarmEmail: must be an e-mail address[\s\S]*tracing: must be true or false/,
     );
-    expect(() => read({ environment: { LOUPE_TRACING: 'off' } })).toThrow(/LOUPE_TRACING is set by the stack/);
+    expect(() => read({ environment: { LOUPE_TRACING: 'off' } })).toThrow(
+      /LOUPE_TRACING is set by the stack/,
+    );
   });
 });
