@@ -214,6 +214,11 @@ describe('alarms', () => {
     expect(stages[0][1].Properties.TracingEnabled).toBe(true);
   });
 
+  it('keeps the stack well under the CloudFormation limit of 500 resources', () => {
+    const n = Object.keys(s.template.toJSON().Resources).length;
+    expect(n).toBeLessThan(450);
+  });
+
   it('stays cdk-nag clean', () => {
     const report = new AwsSolutionsChecks().validateScope(s.stack);
     expect(
