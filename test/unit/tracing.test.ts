@@ -80,10 +80,21 @@ describe('traced(): spans only in a deployed, traced and sampled invocation', ()
     const calls: string[] = [];
     const driver = tracedDriver(
       {
-        ping: async () => (calls.push('ping'), { latencyMs: 1 }),
-        introspect: async () => (calls.push('introspect'), { tables: [] }) as never,
-        query: async (text) => (calls.push(`query ${text}`), { rowCount: 0 }) as never,
-        close: async () => void calls.push('close'),
+        ping: async () => {
+          calls.push('ping');
+          return { latencyMs: 1 };
+        },
+        introspect: async () => {
+          calls.push('introspect');
+          return { tables: [] } as never;
+        },
+        query: async (text) => {
+          calls.push(`query ${text}`);
+          return { rowCount: 0 } as never;
+        },
+        close: async () => {
+          calls.push('close');
+        },
       },
       'POSTGRES',
     );

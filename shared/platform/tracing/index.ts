@@ -53,9 +53,10 @@ export async function traced<T>(
   info?: SpanInfo,
 ): Promise<T> {
   if (!tracingOn() || !sampled()) return work();
+  tracer ??= import('./xray').then((m) => m.xrayTracer());
   let t: SpanTracer;
   try {
-    t = await (tracer ??= import('./xray').then((m) => m.xrayTracer()));
+    t = await tracer;
   } catch {
     return work();
   }
