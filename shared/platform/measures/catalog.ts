@@ -61,7 +61,7 @@ export const MEASURES = {
     emf: 'AiTokens',
     prom: 'loupe_ai_tokens_total',
     unit: 'count',
-    help: 'Model tokens used, by feature (chat, annotation, embedding) and kind (prompt, completion).',
+    help: 'Model tokens used, by feature (chat, schema_summary, auto_annotation, schema_embedding, chat_embedding) and kind (prompt, completion).',
     labels: ['feature', 'kind'],
   },
   aiSpend: {
