@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { esbuildSettings, NODE_FLAGS } from '../infra/bundling';
-import { leanTracer } from '../infra/bundling-tracer';
+import { leanPowertools } from '../infra/bundling-powertools';
 import { deployedEnvironment } from './cold-start';
 import { type BenchModule, median, ms } from './context';
 
@@ -54,7 +54,7 @@ const VARIANTS: Variant[] = [
   },
   { name: 'metrics, tracing on, sampled', bundle: 'real', env: { LOUPE_TRACING: 'on', BENCH_SAMPLED: '1' } },
   {
-    name: 'sampled, X-Ray SDK as published (cls-hooked)',
+    name: 'sampled, Powertools and X-Ray SDK as published',
     bundle: 'cls',
     env: { LOUPE_TRACING: 'on', BENCH_SAMPLED: '1' },
   },
@@ -122,7 +122,7 @@ export const observability: BenchModule = {
         real: await bundle(join(work, 'real'), real),
         cls: await bundle(
           join(work, 'cls'),
-          real.filter((p) => p !== leanTracer),
+          real.filter((p) => p !== leanPowertools),
         ),
       };
       const base = deployedEnvironment(undefined, work, local);
@@ -202,7 +202,7 @@ export const observability: BenchModule = {
         notes: [
           `Medians of ${ctx.runs} runs per variant, interleaved. "cold start": a fresh process imports the bundle and answers the request (import and answer, measured inside the process); "per request": the mean of ${REQUESTS} requests after 200 warm-up ones, in one process. "added CPU" is against the baseline row (the same bundle with a sink that drops measures and no tracer) and is what the targets judge: CPU time of the process, which other work on the machine changes far less than wall time (both are shown).`,
           'Each request reads the store once (one DynamoDB subsegment when sampled, sent over UDP to a local stand-in for the X-Ray daemon, as in Lambda) and writes two EMF lines to a pipe read to the end. Real requests make 2–5 store calls: a sampled one sends that many subsegments.',
-          'The last row bundles the X-Ray SDK as published: its cls-hooked context runs an async hook on every promise, which is what infra/bundling-tracer.ts replaces with AsyncLocalStorage; it is shown for comparison, not judged.',
+          "The last row bundles Powertools and the X-Ray SDK as published: the SDK's cls-hooked context runs an async hook on every promise and Powertools reads the environment on every invocation-scoped value, which infra/bundling-powertools.ts replaces (AsyncLocalStorage, one read); it is shown for comparison, not judged.",
           'Each process has the environment of a deployed function (LOUPE_RUNTIME=aws, Lambda variables, a new trace header per request); the store is the local one over signed HTTP.',
         ],
         overTarget,

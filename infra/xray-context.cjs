@@ -1,6 +1,6 @@
 'use strict';
 // The part of cls-hooked (its `context` module) that the AWS X-Ray SDK uses, on AsyncLocalStorage.
-// Bundled in its place by infra/bundling-tracer.ts: cls-hooked enables an async hook at load that runs
+// Bundled in its place by infra/bundling-powertools.ts: cls-hooked enables an async hook at load that runs
 // on every promise of the process (about 2.5 µs per await, measured), whether or not a request is traced;
 // AsyncLocalStorage carries the context along the same async paths at no cost per await (Node 24's
 // AsyncContextFrame). Semantics kept: a context inherits from the active one (prototype chain), `run`

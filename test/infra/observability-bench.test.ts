@@ -19,7 +19,7 @@ describe('the observability bench', () => {
       'metrics, tracing off',
       'metrics, tracing on, not sampled',
       'metrics, tracing on, sampled',
-      'sampled, X-Ray SDK as published (cls-hooked)',
+      'sampled, Powertools and X-Ray SDK as published',
     ]);
     const datagrams = (name: string) => Number(byName.get(name)![7]);
     expect(datagrams('without metrics and tracing (baseline)')).toBe(0);
@@ -27,7 +27,7 @@ describe('the observability bench', () => {
     expect(datagrams('metrics, tracing on, not sampled')).toBe(0);
     // One per request (UDP: a loaded machine may drop some, so only their arrival is checked).
     expect(datagrams('metrics, tracing on, sampled')).toBeGreaterThan(0);
-    expect(datagrams('sampled, X-Ray SDK as published (cls-hooked)')).toBeGreaterThan(0);
+    expect(datagrams('sampled, Powertools and X-Ray SDK as published')).toBeGreaterThan(0);
     for (const row of report.rows) expect(row[1]).toMatch(/^\d+\.\d ms$/);
   }, 600_000);
 });

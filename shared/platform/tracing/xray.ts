@@ -15,7 +15,7 @@ type Subsegment = NonNullable<ReturnType<Tracer['getSegment']>> & {
  * X-Ray subsegments through Powertools Tracer. Powertools' own HTTP capture is off (it patches node:http
  * and node:https, which the outbound module and the store client time themselves); `fetch` (the model
  * provider's client) is traced through Node's diagnostics channels. Bundled with the X-Ray SDK's context on
- * AsyncLocalStorage (infra/bundling-tracer.ts), so nested spans find their parent at no cost per await.
+ * AsyncLocalStorage (infra/bundling-powertools.ts), so nested spans find their parent at no cost per await.
  */
 export function xrayTracer(): SpanTracer {
   const tracer = new Tracer({ serviceName: 'loupe', captureHTTPsRequests: false });

@@ -3,9 +3,14 @@ import { dirname, join } from 'node:path';
 import type { Plugin } from 'esbuild';
 
 /**
- * Powertools Tracer bundled so that tracing costs little (infra/bundling.ts uses these plugins; the
+ * Powertools bundled so that metrics and tracing cost little (infra/bundling.ts uses these plugins; the
  * cold-start and per-request figures are in `npm run bench -- --only observability`):
  *
+ * - Powertools' commons asks the environment whether Lambda runs several invocations at once
+ *   (AWS_LAMBDA_MAX_CONCURRENCY) on every read of an invocation-scoped value: dozens of `process.env`
+ *   reads (each a call into the C++ environment) per EMF line and per log line, most of the cost of a
+ *   line. The answer is fixed for the life of the process (the runtime sets it before start): here it is
+ *   read once.
  * - cls-hooked → AsyncLocalStorage. The X-Ray SDK keeps its current segment in a cls-hooked namespace,
  *   whose async hook runs on every promise of the process once the SDK is loaded (about 2.5 µs per
  *   await; a request awaits thousands of times). infra/xray-context.cjs gives the SDK the same API on
@@ -51,9 +56,22 @@ const withHelper = (source: string) =>
     ? `"use strict";\n${LAZY_HELPER}${source.slice('"use strict";'.length)}`
     : LAZY_HELPER + source;
 
-export const leanTracer: Plugin = {
-  name: 'lean-tracer',
+export const leanPowertools: Plugin = {
+  name: 'lean-powertools',
   setup(b) {
+    b.onLoad({ filter: /@aws-lambda-powertools[\\/]commons[\\/]lib[\\/]esm[\\/]envUtils\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const declared = 'const shouldUseInvokeStore = () => {';
+      if (source.split(declared).length !== 2) return undefined;
+      return {
+        contents: source.replace(
+          declared,
+          'let __loupeInvokeStore;\nconst shouldUseInvokeStore = () => (__loupeInvokeStore ??= shouldUseInvokeStoreOnce());\nconst shouldUseInvokeStoreOnce = () => {',
+        ),
+        loader: 'js',
+        resolveDir: dirname(args.path),
+      };
+    });
     // cls-hooked's context, as the X-Ray SDK requires it.
     b.onResolve({ filter: /^cls-hooked(\/context)?$/ }, (args) =>
       XRAY.test(args.importer) ? { path: join(import.meta.dirname, 'xray-context.cjs') } : undefined,
