@@ -204,7 +204,7 @@ const REGION = 'us-east-1';
  * store does not check signatures) and the table endpoint pointing at the local store. `fn` undefined:
  * the baseline process, which gets the same environment.
  */
-function deployedEnvironment(
+export function deployedEnvironment(
   fn: FunctionEntry | undefined,
   taskRoot: string,
   local: Record<string, string>,
@@ -255,6 +255,8 @@ function deployedEnvironment(
     LOUPE_WORKER_ARNS: JSON.stringify(workerArns),
     LOUPE_OPENAI_SECRET_ARN: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:Loupe-model-key-AbCdEf`,
     LOUPE_PUBLIC_URL: `https://abcdefghij.execute-api.${REGION}.amazonaws.com/v1`,
+    POWERTOOLS_METRICS_NAMESPACE: 'Loupe/Loupe',
+    LOUPE_TRACING: 'on',
     // The local store in place of DynamoDB.
     LOUPE_DYNAMODB_ENDPOINT: local.LOUPE_DYNAMODB_ENDPOINT,
   };

@@ -7,6 +7,7 @@ import { linking } from './linking';
 import { load } from './load';
 import { mcp } from './mcp';
 import { memory } from './memory';
+import { observability } from './observability';
 import { query } from './query';
 
 /**
@@ -20,6 +21,7 @@ import { query } from './query';
 export const benchModules: BenchModule[] = [
   bundleSize,
   coldStart,
+  observability,
   query,
   mcp,
   load,

@@ -2,6 +2,7 @@ import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
+import { leanPowertools } from './bundling-powertools';
 import { bundleDirOf, type FunctionEntry, ROOT } from './functions';
 
 /** Node version of the Lambda runtime (`nodejs24.x`); esbuild targets the same. */
@@ -280,6 +281,7 @@ export const esbuildSettings = {
     lazyMiddyWebStream,
     mcpToolListing,
     sdkWithoutAjv,
+    leanPowertools,
   ],
 } as const satisfies BuildOptions;
 

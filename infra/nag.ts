@@ -134,6 +134,12 @@ export function acknowledgeNagFindings(stack: LoupeStack): void {
         ),
         `${name} reads SQLite databases stored at <bucket>/<orgId>/…; the code allows only the calling organization's prefix (an IAM policy cannot know the organization of a request).`,
       );
+    if (stack.tracing)
+      ack(
+        f.role,
+        'IAM5[Resource::*]',
+        "X-Ray's xray:PutTraceSegments and xray:PutTelemetryRecords (granted by CDK for active tracing) take no resource ARN.",
+      );
     if (f.inVpc)
       ack(
         f.role,

@@ -32,6 +32,10 @@ export interface DeploymentSettings {
   environment: Record<string, string>;
   throttlingRateLimit?: number;
   throttlingBurstLimit?: number;
+  /** E-mail address subscribed to the alarm topic (the subscription must be confirmed from the mail). */
+  alarmEmail?: string;
+  /** Active X-Ray tracing on every function and the API stage (default on). */
+  tracing: boolean;
 }
 
 /** Variables the stack sets itself; `environment` may not override them. */
@@ -50,6 +54,9 @@ export const STACK_VARIABLES = [
   'LOUPE_RUNTIME',
   'NODE_EXTRA_CA_CERTS',
   'NODE_OPTIONS',
+  'LOUPE_TRACING',
+  'POWERTOOLS_METRICS_NAMESPACE',
+  'POWERTOOLS_SERVICE_NAME',
 ];
 
 const list = (item: z.ZodString) =>
@@ -127,6 +134,23 @@ const Context = z
     environment: jsonMap(z.string().max(2048)).default({}),
     throttleRate: intOf(1, 100_000).optional(),
     throttleBurst: intOf(1, 100_000).optional(),
+    alarmEmail: z
+      .string()
+      .trim()
+      .regex(/^[^\s@<>,;"]+@([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}$/i, 'must be an e-mail address')
+      .max(254)
+      .optional(),
+    tracing: z
+      .preprocess(
+        (v) => {
+          const t = typeof v === 'string' ? v.trim().toLowerCase() : v;
+          if (t === 'true' || t === 'on') return true;
+          if (t === 'false' || t === 'off') return false;
+          return t;
+        },
+        z.boolean({ message: 'must be true or false (on or off)' }),
+      )
+      .default(true),
   })
   .superRefine((c, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
@@ -199,6 +223,8 @@ export function readDeploymentSettings(
     environment: c.environment,
     throttlingRateLimit: c.throttleRate,
     throttlingBurstLimit: c.throttleBurst,
+    alarmEmail: c.alarmEmail,
+    tracing: c.tracing,
   };
 }
 

@@ -14,7 +14,8 @@ import { type Need, runsInVpc } from '../shared/platform/needs';
 import { LoupeApi } from './constructs/api';
 import { LoupeConsole } from './constructs/console';
 import { functionArnOf, LoupeFunction } from './constructs/function';
-import { LoupeWorkers } from './constructs/workers';
+import { LoupeMonitoring } from './constructs/monitoring';
+import { LoupeWorkers, visibilityTimeoutOf } from './constructs/workers';
 import { bundleDirOf, type FunctionEntry, functionEntries } from './functions';
 import { acknowledgeNagFindings } from './nag';
 import type { DeploymentSettings } from './settings';
@@ -53,6 +54,9 @@ export class LoupeStack extends Stack {
   readonly securityGroup?: ec2.SecurityGroup;
   readonly sqliteBucket?: string;
   readonly functions = new Map<string, LoupeFunction>();
+  readonly monitoring: LoupeMonitoring;
+  /** Active X-Ray tracing on the functions and the API stage. */
+  readonly tracing: boolean;
 
   constructor(scope: Construct, id: string, props: LoupeStackProps) {
     super(scope, id, props);
@@ -60,6 +64,8 @@ export class LoupeStack extends Stack {
     const settings = props.settings ?? {};
     this.sqliteBucket = settings.sqliteBucket;
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    this.tracing = settings.tracing ?? true;
+    const metricsNamespace = `Loupe/${this.stackName}`;
 
     this.key = new kms.Key(this, 'Key', {
       description: 'Loupe: envelope encryption of stored secrets (connection passwords, credentials)',
@@ -104,6 +110,7 @@ export class LoupeStack extends Stack {
           environment: {},
           logRetention,
           reservedConcurrency: settings.reservedConcurrency?.[fn.name],
+          tracing: this.tracing,
           vpc: inVpc ? vpc : undefined,
         }),
       );
@@ -130,6 +137,7 @@ export class LoupeStack extends Stack {
       logRetention,
       throttlingRateLimit: settings.throttlingRateLimit ?? 100,
       throttlingBurstLimit: settings.throttlingBurstLimit ?? 200,
+      tracing: this.tracing,
     });
 
     const queueUrls = Object.fromEntries(
@@ -146,6 +154,8 @@ export class LoupeStack extends Stack {
       LOUPE_WORKER_ARNS: this.toJsonString(workerArns),
       LOUPE_OPENAI_SECRET_ARN: settings.modelSecretName ?? this.modelSecretArn,
       LOUPE_PUBLIC_URL: settings.publicUrl ?? this.api.url,
+      POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
+      LOUPE_TRACING: this.tracing ? 'on' : 'off',
     };
     if (settings.basePath) environment.LOUPE_BASE_PATH = settings.basePath;
     if (settings.sqliteBucket) environment.LOUPE_SQLITE_BUCKET = settings.sqliteBucket;
@@ -158,6 +168,30 @@ export class LoupeStack extends Stack {
       for (const s of this.policyFor(fn, settings)) f.role.addToPolicy(s);
     }
 
+    this.monitoring = new LoupeMonitoring(this, 'Monitoring', {
+      namespace: metricsNamespace,
+      functions: fns.map((f) => ({
+        name: `${f.kind === 'http' ? 'http' : 'worker'}-${f.name}`,
+        function: fnOf(f).function,
+      })),
+      queues: workerFns.flatMap((f) => {
+        const queues = this.workers.queues.get(f.name);
+        return queues
+          ? [
+              {
+                worker: f.worker,
+                queues,
+                visibilitySeconds: visibilityTimeoutOf(f.worker, fnOf(f).timeoutSeconds),
+              },
+            ]
+          : [];
+      }),
+      api: this.api.api,
+      table: this.table,
+      scheduleGroupName: this.workers.scheduleGroupName,
+      alarmEmail: settings.alarmEmail,
+    });
+
     new CfnOutput(this, 'ApiUrl', { value: `${this.api.url}/`, description: 'Base URL of the Loupe API' });
     if (props.consoleDir) {
       this.console = new LoupeConsole(this, 'Console', { api: this.api.api, consoleDir: props.consoleDir });
@@ -167,6 +201,11 @@ export class LoupeStack extends Stack {
       });
     }
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.monitoring.topic.topicArn,
+      description: 'SNS topic every alarm notifies (subscribe more endpoints to it; alarmEmail adds one)',
+    });
+    new CfnOutput(this, 'DashboardName', { value: `${this.stackName}-service` });
     new CfnOutput(this, 'KmsKeyId', { value: this.key.keyId });
     new CfnOutput(this, 'ModelKeySecretArn', {
       value: settings.modelSecretName ?? this.modelSecretArn,

@@ -20,6 +20,8 @@ export interface LoupeApiProps {
   logRetention: logs.RetentionDays;
   throttlingRateLimit: number;
   throttlingBurstLimit: number;
+  /** X-Ray tracing on the stage (deployment setting `tracing`). */
+  tracing: boolean;
 }
 
 /**
@@ -67,6 +69,7 @@ export class LoupeApi extends Construct {
         metricsEnabled: true,
         throttlingRateLimit: props.throttlingRateLimit,
         throttlingBurstLimit: props.throttlingBurstLimit,
+        tracingEnabled: props.tracing,
       },
     });
     this.addGatewayResponses();

@@ -17,6 +17,8 @@ export interface LoupeFunctionProps {
   logRetention: logs.RetentionDays;
   /** Reserved concurrency (deployment setting); none by default. */
   reservedConcurrency?: number;
+  /** Active X-Ray tracing (deployment setting `tracing`, on by default). */
+  tracing?: boolean;
   /** Runs in these subnets with these security groups. */
   vpc?: { vpc: ec2.IVpc; subnets: ec2.ISubnet[]; securityGroups: ec2.ISecurityGroup[] };
 }
@@ -92,6 +94,8 @@ export class LoupeFunction extends Construct {
       environment: { ...runtimeEnvironment, ...props.environment },
       description: fn.kind === 'http' ? `Loupe HTTP group ${fn.name}` : `Loupe worker ${fn.name}`,
       reservedConcurrentExecutions: props.reservedConcurrency,
+      // Active: Lambda samples and records each invocation; the code adds subsegments (shared/platform/tracing).
+      tracing: props.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
       ...(props.vpc
         ? {
             vpc: props.vpc.vpc,

@@ -10,10 +10,13 @@ import { settled } from '../../shared/platform/after-answer';
 import { config, resetConfig } from '../../shared/platform/config';
 import { setStoreCall } from '../../shared/platform/db/client';
 import { withInvocationLogger } from '../../shared/platform/logger';
+import { count, localRegistry, observe } from '../../shared/platform/measures';
+import type { Snapshot } from '../../shared/platform/measures/registry';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
 import { serveConsole } from './console';
 import { lambdaContext, toProxyEvent, writeProxyResult } from './http-adapter';
+import { METRICS_PATH, type SnapshotSource, serveMetrics, thisThread } from './metrics-endpoint';
 import { serveReference } from './reference-page';
 import { portStoreCall } from './store-client';
 import { installLambdaGlobals, invokeStreaming, isStreamingHandler } from './streaming';
@@ -30,7 +33,7 @@ export const STAGE = 'v1';
 /** API Gateway's integration timeout for a buffered (non-streaming) answer. */
 const GATEWAY_SECONDS = 29;
 
-export function requestHandler(log: (line: string) => void) {
+export function requestHandler(log: (line: string) => void, metrics: SnapshotSource = thisThread) {
   // The Lambda runtime's response-streaming globals, before any handler module is loaded.
   installLambdaGlobals();
   const handlers = new Map<string, Promise<ProxyHandler>>();
@@ -47,6 +50,10 @@ export function requestHandler(log: (line: string) => void) {
     const started = performance.now();
     const url = new URL(req.url ?? '/', 'http://local');
     let path: string;
+    if (url.pathname === METRICS_PATH) {
+      log(`${req.method} ${url.pathname} ${await serveMetrics(req, res, metrics)}`);
+      return;
+    }
     if (url.pathname === `/${STAGE}` || url.pathname.startsWith(`/${STAGE}/`))
       path = url.pathname.slice(STAGE.length + 1) || '/';
     else if (url.pathname.startsWith('/.well-known/')) path = url.pathname;
@@ -77,12 +84,14 @@ export function requestHandler(log: (line: string) => void) {
     const context = lambdaContext(`loupe-${group.name}`, timeoutMs, event.requestContext.requestTimeEpoch);
     if (isStreamingHandler(handler)) {
       const status = await invokeStreaming(handler, event, context, res);
+      measureRequest(group.name, status, started);
       const took = (performance.now() - started).toFixed(1);
       log(`${req.method} ${url.pathname} ${status} ${took}ms ${group.name} (streamed)`);
       return;
     }
     const result = await handler(event, context);
     writeProxyResult(res, result);
+    measureRequest(group.name, result.statusCode, started);
     const ms = (performance.now() - started).toFixed(1);
     log(`${req.method} ${url.pathname} ${result.statusCode} ${ms}ms ${group.name}`);
   }
@@ -124,13 +133,20 @@ export function requestHandler(log: (line: string) => void) {
   return handle;
 }
 
+/** HttpRequests and HttpDuration (local only: API Gateway has its own in AWS). */
+function measureRequest(group: string, status: number, started: number) {
+  count('httpRequests', { group, code: String(status) });
+  observe('httpDuration', performance.now() - started, { group });
+}
+
 /** An HTTP server of one instance, listening on `port` (with SO_REUSEPORT when several instances share it). */
 export async function instanceServer(
   port: number,
   log: (line: string) => void,
   reusePort = false,
+  metrics?: SnapshotSource,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
-  const handle = requestHandler(log);
+  const handle = requestHandler(log, metrics);
   const server = createServer(handle);
   server.keepAliveTimeout = 5000;
   await new Promise<void>((ok, fail) => {
@@ -164,10 +180,17 @@ export interface InstanceData {
 /** Messages from an instance thread to the main thread. */
 export type InstanceMessage =
   | { type: 'ready'; port: number }
+  | { type: 'snapshots-wanted'; id: number }
+  | { type: 'snapshot'; id: number; snapshot: Snapshot }
   | { type: 'log'; line: string }
   | { type: 'queue-sent'; queue: string }
   | { type: 'schedules-changed' }
   | { type: 'stopped' };
+
+/** Messages from the main thread to an instance thread (besides 'stop'). */
+export type MainMessage =
+  | { type: 'snapshot-wanted'; id: number }
+  | { type: 'snapshots'; id: number; snapshots: Snapshot[] };
 
 /**
  * The body of an instance thread: store calls go over `data.store` to the main thread's store; the
@@ -184,8 +207,27 @@ export async function runInstance(data: InstanceData): Promise<void> {
   const onChanged = () => post({ type: 'schedules-changed' });
   localQueueSignals.on('sent', onSent);
   localSchedulerSignals.on('changed', onChanged);
-  const server = await instanceServer(data.port, (line) => post({ type: 'log', line }), true);
+  // GET /metrics asks the main thread for every thread's registry (snapshotsOf in instances.ts).
+  const wanted = new Map<number, (s: Snapshot[]) => void>();
+  let nextId = 0;
+  const metrics: SnapshotSource = () =>
+    new Promise((resolve) => {
+      const id = ++nextId;
+      wanted.set(id, resolve);
+      post({ type: 'snapshots-wanted', id });
+    });
+  const server = await instanceServer(data.port, (line) => post({ type: 'log', line }), true, metrics);
   port.on('message', async (m: unknown) => {
+    const msg = m as Partial<MainMessage> | undefined;
+    if (msg?.type === 'snapshot-wanted') {
+      post({ type: 'snapshot', id: msg.id!, snapshot: localRegistry().snapshot() });
+      return;
+    }
+    if (msg?.type === 'snapshots') {
+      wanted.get(msg.id!)?.(msg.snapshots!);
+      wanted.delete(msg.id!);
+      return;
+    }
     if (m !== 'stop') return;
     await server.close();
     await closeAllDrivers(); // database pools and SQLite processes of this instance

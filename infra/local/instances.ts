@@ -1,9 +1,11 @@
 import { availableParallelism } from 'node:os';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { config } from '../../shared/platform/config';
+import { localRegistry } from '../../shared/platform/measures';
+import type { Snapshot } from '../../shared/platform/measures/registry';
 import { localQueueSignals } from '../../shared/platform/queue/local';
 import { localSchedulerSignals } from '../../shared/platform/scheduler/local';
-import type { InstanceData, InstanceMessage } from './instance';
+import type { InstanceData, InstanceMessage, MainMessage } from './instance';
 import { LOCAL_YOUNG_GENERATION_MB } from './node-flags';
 import { type StoreCall, serveStorePort } from './store-client';
 
@@ -29,6 +31,8 @@ export interface Instances {
 // An instance first lets its requests under way finish (LOUPE_DRAIN_MS), then closes its drivers and store.
 const stopWaitMs = () => config().LOUPE_DRAIN_MS + 10_000;
 const STOPPED_GRACE_MS = 1_000;
+/** How long GET /metrics waits for each instance thread's registry. */
+const SNAPSHOT_WAIT_MS = 2_000;
 
 /**
  * Starts `count` handler instances, each in a worker thread loading the function modules as a Lambda
@@ -44,6 +48,28 @@ export async function startInstances(opts: {
 }): Promise<Instances> {
   const threads: Worker[] = [];
   const stopped = new Set<Worker>();
+  // GET /metrics in any instance: every instance thread's registry and this thread's (the workers').
+  const gathering = new Map<number, { left: Set<Worker>; got: Snapshot[]; finish: () => void }>();
+  let nextGather = 0;
+  const snapshotsOf = async (): Promise<Snapshot[]> => {
+    const id = ++nextGather;
+    const live = threads.filter((t) => t.threadId !== -1 && !stopped.has(t));
+    const got: Snapshot[] = [localRegistry().snapshot()];
+    await new Promise<void>((resolve) => {
+      const left = new Set(live);
+      // A thread that does not answer (stopping, busy in a synchronous loop) is left out, not waited for.
+      const timer = setTimeout(() => finish(), SNAPSHOT_WAIT_MS);
+      const finish = () => {
+        clearTimeout(timer);
+        gathering.delete(id);
+        resolve();
+      };
+      gathering.set(id, { left, got, finish });
+      if (!left.size) finish();
+      for (const t of live) t.postMessage({ type: 'snapshot-wanted', id } satisfies MainMessage);
+    });
+    return got;
+  };
   let stopping = false;
   let port = opts.port;
   const start = (index: number) =>
@@ -68,6 +94,16 @@ export async function startInstances(opts: {
         else if (m.type === 'queue-sent') localQueueSignals.emit('sent', m.queue);
         else if (m.type === 'schedules-changed') localSchedulerSignals.emit('changed');
         else if (m.type === 'stopped') stopped.add(worker);
+        else if (m.type === 'snapshot') {
+          const g = gathering.get(m.id);
+          if (g?.left.delete(worker)) {
+            g.got.push(m.snapshot);
+            if (!g.left.size) g.finish();
+          }
+        } else if (m.type === 'snapshots-wanted')
+          void snapshotsOf().then((snapshots) =>
+            worker.postMessage({ type: 'snapshots', id: m.id, snapshots } satisfies MainMessage),
+          );
       });
       worker.once('error', (e: Error) => {
         opts.log(`instance ${index}: ${e.stack ?? e.message}`);

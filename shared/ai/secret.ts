@@ -1,4 +1,5 @@
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { count } from '../platform/measures';
 
 /** What the model secret may hold: the bare API key, or JSON with the key and optional endpoint/model. */
 export interface ModelSecret {
@@ -19,7 +20,10 @@ export async function readModelSecret(arn: string, sm?: SecretsManagerClient): P
   const sdk = await import('@aws-sdk/client-secrets-manager');
   if (!sm) client ??= new sdk.SecretsManagerClient({});
   const sender = sm ?? client!;
-  const out = await sender.send(new sdk.GetSecretValueCommand({ SecretId: arn }));
+  const out = await sender.send(new sdk.GetSecretValueCommand({ SecretId: arn })).catch((e: unknown) => {
+    count('awsErrors', { dependency: 'secretsmanager', operation: 'GetSecretValue' });
+    throw e;
+  });
   return parseModelSecret(
     out.SecretString ?? (out.SecretBinary ? Buffer.from(out.SecretBinary).toString('utf8') : ''),
   );

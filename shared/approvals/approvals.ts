@@ -26,6 +26,7 @@ import { outbox } from '../platform/events';
 import type { EventType } from '../platform/events/port';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
+import { count } from '../platform/measures';
 import type { ApprovalRuleCreate, ApprovalRuleUpdate, QueryListQuery, QuerySubmitRequest } from './api';
 import { type ApprovalRuleRecord, type PendingQueryRecord, pendingStore, ruleStore } from './store';
 
@@ -268,6 +269,7 @@ export async function submitQuery(ctx: AuthContext, input: z.output<typeof Query
   };
   if (!auto) {
     await pendingStore.create(q);
+    count('approvals', { outcome: 'submitted' });
     await record(q, 'query.approval.requested');
     return pendingView(q, now);
   }
@@ -281,6 +283,7 @@ export async function submitQuery(ctx: AuthContext, input: z.output<typeof Query
     execution: 'RUNNING',
   };
   await pendingStore.create(approved);
+  count('approvals', { outcome: 'auto_approved' });
   await record(approved, 'query.approval.requested');
   try {
     const { record: done } = await execute(conn, approved, 'read');
@@ -415,6 +418,7 @@ export async function approveQuery(ctx: AuthContext, id: string, note: string | 
     execution: 'RUNNING',
   });
   if (!won) return lostRace(ctx, id);
+  count('approvals', { outcome: 'approved' });
   try {
     const { result, record: done } = await execute(conn, won, c.kind);
     await record(done, 'query.approved', {
@@ -443,6 +447,7 @@ export async function rejectQuery(ctx: AuthContext, id: string, note: string | u
     reviewedAt: nowText,
   });
   if (!done) return lostRace(ctx, id);
+  count('approvals', { outcome: 'rejected' });
   await record(done, 'query.rejected', { reviewedBy: ctx.userId, reviewNote: done.reviewNote });
   return {
     id,
@@ -475,6 +480,7 @@ export async function sweepExpired(
         });
         if (done) {
           expired++;
+          count('approvals', { outcome: 'expired' });
           await record(done, 'query.expired', { expiredAt: nowText });
         }
       }

@@ -11,6 +11,7 @@ import { type StreamSink, sseReply } from '../http/stream';
 import { AppError, isAppError, notFound } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { logger } from '../platform/logger';
+import { count } from '../platform/measures';
 import { assertCredits } from '../usage/balance';
 import type { ChatRequest } from './api';
 import { runAssistant } from './assistant';
@@ -99,6 +100,7 @@ export async function chat(ctx: AuthContext, body: Body) {
         completionTokens: r.usage.completionTokens,
         model: r.usage.model,
       });
+      count('chatRequests', { outcome: 'answered' });
       return {
         messageId,
         conversationId,
@@ -111,6 +113,7 @@ export async function chat(ctx: AuthContext, body: Body) {
       };
     } catch (e) {
       const err = isAppError(e) ? e : unexpected(e);
+      count('chatRequests', { outcome: 'failed' });
       // The question stays answered, so that the conversation's history keeps its pairs.
       await conversationStore
         .append(ctx.orgId, ctx.userId, conversationId, {

@@ -2,6 +2,7 @@ import { type AuthContext, assertConnectionVisible } from '../auth/context';
 import type { DbType, QueryResult } from '../databases/drivers/types';
 import { config } from '../platform/config';
 import { AppError, isAppError, notFound, validationError } from '../platform/errors';
+import { count, observe } from '../platform/measures';
 import { loadConnection } from './connections';
 import { claimQueryNumber, openQueryRecord, type QueryStatus } from './history';
 import { targetFor } from './target';
@@ -74,6 +75,7 @@ export async function executeReadOnly(
     sql: input.sql,
     userId: ctx.userId,
   });
+  const started = performance.now();
   try {
     const { runReadOnly } = await run();
     const result = await runReadOnly(await targetFor(conn), input.sql, {
@@ -84,6 +86,7 @@ export async function executeReadOnly(
       params: input.params,
       readOnly: true,
     });
+    measureQuery(input.source, 'SUCCESS', started);
     await record.close({
       status: 'SUCCESS',
       rowCount: result.rowCount,
@@ -94,6 +97,7 @@ export async function executeReadOnly(
     });
     return result;
   } catch (e) {
+    measureQuery(input.source, statusOf(e), started);
     await record.close({
       status: statusOf(e),
       rowCount: null,
@@ -104,6 +108,16 @@ export async function executeReadOnly(
     });
     throw e;
   }
+}
+
+/** QueriesRun and QueryDuration for a statement that reached the database; QueriesRefused for a guard refusal. */
+function measureQuery(source: ExecuteInput['source'], status: QueryStatus, started: number) {
+  if (status === 'REJECTED') {
+    count('queriesRefused', { source });
+    return;
+  }
+  count('queriesRun', { source, outcome: status.toLowerCase() });
+  observe('queryDuration', performance.now() - started, {});
 }
 
 /** The sanitized connection (no secrets) after the same visibility check (404 otherwise). */

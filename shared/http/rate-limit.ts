@@ -1,5 +1,6 @@
 import { db } from '../platform/db/store';
 import { rateLimited } from '../platform/errors';
+import { count } from '../platform/measures';
 
 export interface RateState {
   limit: number;
@@ -26,16 +27,26 @@ function windowOf(now: number) {
 }
 
 /** Throws 429 with Retry-After when over the limit; otherwise returns the headers to send. */
-function decide(count: number, limit: number, resetSeconds: number): Record<string, string> {
-  const state = { limit, remaining: Math.max(0, limit - count), resetSeconds };
-  if (count > limit) throw rateLimited(resetSeconds, rateHeaders(state));
+function decide(n: number, limit: number, resetSeconds: number, name: string): Record<string, string> {
+  const state = { limit, remaining: Math.max(0, limit - n), resetSeconds };
+  if (n > limit) throw limited(name, resetSeconds, rateHeaders(state));
   return rateHeaders(state);
+}
+
+/** The 429, counted in the RateLimited measure by the limit's name (org, ai, discovery). */
+function limited(name: string, resetSeconds: number, headers: Record<string, string>) {
+  count('rateLimited', { limit: name });
+  return rateLimited(resetSeconds, headers);
 }
 
 /** Fixed one-minute windows held in this instance's memory (the discovery endpoint, per IP). */
 export class InstanceRateLimiter {
   private windows = new Map<string, { start: number; count: number }>();
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    /** The limit's name in the RateLimited measure. */
+    private readonly name = 'discovery',
+  ) {}
 
   hit(key: string, now = Date.now()): Record<string, string> {
     const { start, resetSeconds } = windowOf(now);
@@ -46,7 +57,7 @@ export class InstanceRateLimiter {
       this.windows.set(key, w);
     }
     w.count += 1;
-    return decide(w.count, this.limit, resetSeconds);
+    return decide(w.count, this.limit, resetSeconds, this.name);
   }
 }
 
@@ -106,7 +117,12 @@ export class SharedRateLimiter {
         if (l.left * 4 <= l.slice && !l.exhausted && !l.pending) this.startLease(orgId, bucket, limit, l);
         return rateHeaders({ limit, remaining: Math.max(0, limit - l.known + l.left), resetSeconds });
       }
-      if (l.exhausted) throw rateLimited(resetSeconds, rateHeaders({ limit, remaining: 0, resetSeconds }));
+      if (l.exhausted)
+        throw limited(
+          bucket === 'all' ? 'org' : bucket,
+          resetSeconds,
+          rateHeaders({ limit, remaining: 0, resetSeconds }),
+        );
       await (l.pending ?? this.startLease(orgId, bucket, limit, l));
     }
   }

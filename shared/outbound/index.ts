@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { LookupFunction } from 'node:net';
+import { traced } from '../platform/tracing';
 import { classifyAddress, isIpLiteral } from './address';
 import { devLoopbackHttp, loopbackAddressOf } from './dev-loopback';
 import { testHosts } from './test-hosts';
@@ -222,8 +223,23 @@ function failureOf(e: unknown): OutboundFailed {
   return new OutboundFailed('NETWORK', `network error (${code || err?.message || 'unknown'})`);
 }
 
-/** The only way to open an outbound HTTP connection. Never follows redirects. */
+/**
+ * The only way to open an outbound HTTP connection. Never follows redirects. Traced as an X-Ray
+ * subsegment named after the host when the invocation is sampled (the URL without its query string).
+ */
 export async function sendOutbound(req: OutboundRequest): Promise<OutboundResponse> {
+  let url: URL | undefined;
+  try {
+    url = new URL(req.url);
+  } catch {
+    return send(req); // refused there, with the reason
+  }
+  return traced('outbound', url.hostname || 'outbound', () => send(req), {
+    http: { method: req.method, url: `${url.protocol}//${url.host}${url.pathname}` },
+  });
+}
+
+async function send(req: OutboundRequest): Promise<OutboundResponse> {
   if (!METHODS.has(req.method)) throw new OutboundRefused('unsupported method', 'URL');
   if (!Number.isFinite(req.timeoutMs) || req.timeoutMs <= 0)
     throw new OutboundRefused('timeoutMs must be a positive number', 'URL');

@@ -112,6 +112,15 @@ const Env = z.object({
   LOUPE_WEBHOOK_RETRY_SCALE: z._default(z.coerce.number().check(z.positive(), z.lte(10)), 1),
   /** Timeout of one event-webhook delivery attempt, connect to last byte. */
   LOUPE_WEBHOOK_TIMEOUT_MS: z._default(z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)), 10_000),
+  /** CloudWatch namespace of Loupe's own metrics in AWS (the stack sets `Loupe/<stack name>`). */
+  POWERTOOLS_METRICS_NAMESPACE: z.optional(z.string().check(z.minLength(1), z.maxLength(255))),
+  /** X-Ray subsegments (store, database, outbound HTTP) in AWS: `off` loads no tracer at all (the stack sets it). */
+  LOUPE_TRACING: z._default(z.enum(['on', 'off']), 'on'),
+  /** A scheduled workflow run starting later than this after its due time counts as late (ScheduledRunsLate). */
+  LOUPE_SCHEDULE_LATE_MS: z._default(
+    z.coerce.number().check(z.int(), z.gte(1000), z.lte(86_400_000)),
+    120_000,
+  ),
 });
 
 export type Config = z.infer<typeof Env> & { runtime: 'aws' | 'local' };

@@ -1,5 +1,6 @@
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
+import { count } from '../platform/measures';
 import { costOf } from './prices';
 import { type UsageFeature, type UsageRecord, usageStore } from './store';
 
@@ -39,6 +40,10 @@ export async function recordUsage(
   }
   if (!out) throw new Error('Usage could not be charged: the balance item is missing.');
   await usageStore.putRecord(out.usageCount, record);
+  const feature = record.feature;
+  count('aiTokens', { feature, kind: 'prompt' }, promptTokens);
+  count('aiTokens', { feature, kind: 'completion' }, completionTokens);
+  count('aiSpend', { feature }, record.costCents);
   logger().info('model usage', {
     orgId: who.orgId,
     userId: who.userId,

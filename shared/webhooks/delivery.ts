@@ -2,6 +2,7 @@ import { OutboundFailed, OutboundRefused, sendOutbound } from '../outbound';
 import { config } from '../platform/config';
 import { DecryptionFailed, encryption } from '../platform/encryption';
 import { logger } from '../platform/logger';
+import { count } from '../platform/measures';
 import {
   type DeliveryMessage,
   enqueueAttempt,
@@ -125,6 +126,7 @@ export async function attemptDelivery(
     throw e;
   }
   if (!updated) return undefined; // the lease ran out and another worker took the attempt over
+  count('webhookDeliveries', { outcome: success ? 'delivered' : nextAt ? 'retrying' : 'failed' });
   if (nextAt)
     await enqueueAttempt({
       orgId: endpoint.orgId,

@@ -10,6 +10,7 @@ import { AppError, isAppError, notFound } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { newId, nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
+import { count, observe } from '../platform/measures';
 import { type ActionAttempt, type DeliverOutcome, deliverAction, type StepOutput } from './actions';
 import { scheduledMinute } from './schedule';
 import {
@@ -330,6 +331,7 @@ export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflo
 
 /** `workflow.run.completed` for every terminal run, plus `workflow.run.failed` for FAILED or TIMED_OUT. */
 async function recordRunEvents(r: RunRecord) {
+  count('workflowRuns', { trigger: r.trigger, outcome: r.status });
   const data = {
     workflowId: r.workflowId,
     workflowName: r.workflowName,
@@ -560,6 +562,7 @@ export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
   );
   if (!(await runStore.claimSlot(w.orgId, w.id, scheduledFor, newId())))
     return { skipped: 'duplicate' as const };
+  measureStartDelay(typeof p.scheduledTime === 'string' ? p.scheduledTime : undefined, now);
   const req = {
     workflow: w,
     definition: version.definition,
@@ -578,6 +581,23 @@ export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
         `The workflow's publisher ${publisher} is no longer a member; publish it again as a current member.`,
       );
   return { runId: run.id, status: run.status };
+}
+
+/**
+ * How late a scheduled run starts: from the due time the scheduler gives (EventBridge Scheduler's
+ * `<aws.scheduler.scheduled-time>`, the local scheduler's own) to now, once per claimed due time (a
+ * repeated delivery is not measured again). Later than LOUPE_SCHEDULE_LATE_MS also counts in
+ * ScheduledRunsLate, which the ScheduledRunsLate alarm watches (docs/operations/runbook.md).
+ */
+function measureStartDelay(scheduledTime: string | undefined, now: number) {
+  const due = scheduledTime ? Date.parse(scheduledTime) : Number.NaN;
+  if (!Number.isFinite(due)) return;
+  const delay = Math.max(0, now - due);
+  observe('scheduledRunDelay', delay, {});
+  if (delay > config().LOUPE_SCHEDULE_LATE_MS) {
+    count('scheduledRunsLate', {});
+    logger().warn('scheduled workflow run started late', { scheduledTime, delayMs: delay });
+  }
 }
 
 /** A run that may not start (its user is gone): recorded FAILED with `error`, no step run, nothing sent. */

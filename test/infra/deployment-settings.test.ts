@@ -127,7 +127,7 @@ describe('a stack with every deployment setting', () => {
       env: { account: '123456789012', region: 'eu-west-1' },
     });
     template = Template.fromStack(stack);
-  }, 300_000); // bundles all 21 functions: a minute or more on a busy 2-core machine
+  }, 600_000); // bundles all the functions: minutes on a busy 2-core machine (as stack.test.ts)
   afterAll(() => {
     if (bundleRoot) rmSync(bundleRoot, { recursive: true, force: true });
   });

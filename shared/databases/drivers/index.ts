@@ -8,6 +8,7 @@
  * Servers signed by a private CA: give Node the CA bundle with the standard NODE_EXTRA_CA_CERTS
  * environment variable (a PEM file path); every adapter then trusts it.
  */
+import { tracedDriver } from '../traced-driver';
 import type { ConnectionTarget, Driver } from './types';
 
 interface Entry {
@@ -37,7 +38,10 @@ const fingerprint = (t: ConnectionTarget) =>
     t.sslEnabled,
   ]);
 
-async function create(target: ConnectionTarget): Promise<Driver> {
+/** A driver whose calls are X-Ray subsegments of sampled invocations (../traced-driver.ts). */
+const create = async (target: ConnectionTarget) => tracedDriver(await open(target), target.type);
+
+async function open(target: ConnectionTarget): Promise<Driver> {
   // The host policy (host-policy.ts): IP literals (which sockets do not resolve) are judged here; names
   // are judged on the addresses they resolve to at every connect (each adapter uses checkedLookup).
   const hosts = target.type === 'MONGODB' ? (await import('./mongodb')).mongoHosts(target) : [target.host];

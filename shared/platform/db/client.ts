@@ -1,4 +1,5 @@
 import { config } from '../config';
+import { traced } from '../tracing';
 import { DocumentClient, type StoreCall } from './document';
 import { httpStoreCall } from './http-call';
 import type { Credentials } from './sigv4';
@@ -30,7 +31,11 @@ export function documentClient(): DocumentClient {
   const endpoint = cfg.LOUPE_DYNAMODB_ENDPOINT ?? regionalEndpoint(region);
   const credentials =
     cfg.runtime === 'local' && cfg.LOUPE_DYNAMODB_ENDPOINT ? async () => LOCAL_CREDENTIALS : awsCredentials();
-  doc = new DocumentClient(httpStoreCall({ endpoint, region, credentials }));
+  const call = httpStoreCall({ endpoint, region, credentials });
+  // Each store call is an X-Ray subsegment of a sampled invocation (shared/platform/tracing).
+  doc = new DocumentClient((operation, input) =>
+    traced('store', 'DynamoDB', () => call(operation, input), { annotations: { operation } }),
+  );
   return doc;
 }
 

@@ -1,4 +1,5 @@
 import type { KMSClient } from '@aws-sdk/client-kms';
+import { count } from '../measures';
 import { open, seal } from './aes';
 import { canonicalContext, DecryptionFailed, type Encryption, type EncryptionContext } from './port';
 
@@ -39,9 +40,14 @@ export class KmsEncryption implements Encryption {
 
   async encrypt(plaintext: string, context: EncryptionContext): Promise<string> {
     const { sdk, kms } = await this.client();
-    const dk = await kms.send(
-      new sdk.GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: context }),
-    );
+    const dk = await kms
+      .send(
+        new sdk.GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: context }),
+      )
+      .catch((e: unknown) => {
+        count('awsErrors', { dependency: 'kms', operation: 'GenerateDataKey' });
+        throw e;
+      });
     if (!dk.Plaintext || !dk.CiphertextBlob) throw new Error('KMS returned no data key');
     const key = Buffer.from(dk.Plaintext);
     try {
@@ -74,6 +80,8 @@ export class KmsEncryption implements Encryption {
       .catch((e: unknown) => {
         const name = (e as { name?: string })?.name ?? '';
         if (PERMANENT_KMS_ERRORS.has(name)) throw new DecryptionFailed(`KMS does not decrypt it (${name})`);
+        // Throttled, access denied, KMS failing: the key service is unwell for this function.
+        count('awsErrors', { dependency: 'kms', operation: 'Decrypt' });
         throw e;
       });
     if (!out.Plaintext) throw new Error('KMS returned no plaintext');
