@@ -97,6 +97,18 @@ const pgDeniedGroups: [string, string[]][] = [
 ];
 const pgDeniedMatchers = pgDeniedGroups.map(([reason, names]) => [reason, pattern(names)] as const);
 
+/**
+ * The refused PostgreSQL names as one anchored regular expression (POSIX, for the catalog query: a
+ * built-in it matches is returned for review whatever its volatility).
+ */
+export function pgDeniedPattern(): string {
+  const literal = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+  const alternatives = pgDeniedGroups.flatMap(([, names]) =>
+    names.map((n) => (n.endsWith('*') ? `${literal(n.slice(0, -1))}.*` : literal(n))),
+  );
+  return `^(${alternatives.join('|')})$`;
+}
+
 /** Why a PostgreSQL function is refused by name, or undefined. `name` as the server folds it. */
 export function pgDenied(name: string): string | undefined {
   const lower = name.toLowerCase();
