@@ -118,34 +118,39 @@ rels(oid, top) AS (
    WHERE nx.oid >= ${FIRST_NORMAL}),
 attached AS (
   SELECT 'view' AS via, r.oid AS rel, r.top, rw.oid AS obj, ${cls('pg_rewrite')} AS cls, 'call' AS level,
-         NULL::pg_catalog.text AS objname
+         NULL::pg_catalog.text AS objname, NULL::pg_catalog.text AS expr
     FROM rels r, LATERAL (
       SELECT rw.oid FROM pg_catalog.pg_class c
         JOIN pg_catalog.pg_rewrite rw ON rw.ev_class = c.oid AND rw.ev_type = '1'
        WHERE c.oid = r.oid AND c.relkind = 'v') rw
   UNION ALL
-  SELECT 'policy', r.oid, r.top, pol.oid, ${cls('pg_policy')}, 'call', pol.polname::pg_catalog.text
+  SELECT 'policy', r.oid, r.top, pol.oid, ${cls('pg_policy')}, 'call', pol.polname::pg_catalog.text, NULL
     FROM rels r, LATERAL (
       SELECT pol.oid, pol.polname FROM pg_catalog.pg_class c
         JOIN pg_catalog.pg_policy pol ON pol.polrelid = c.oid AND pol.polcmd IN ('r', '*')
        WHERE c.oid = r.oid AND c.relrowsecurity) pol
   UNION ALL
   SELECT 'index', r.oid, r.top, x.indexrelid, ${cls('pg_class')}, 'fold',
-         (SELECT ic.relname::pg_catalog.text FROM pg_catalog.pg_class ic WHERE ic.oid = x.indexrelid)
+         (SELECT ic.relname::pg_catalog.text FROM pg_catalog.pg_class ic WHERE ic.oid = x.indexrelid),
+         pg_catalog.pg_get_indexdef(x.indexrelid)
     FROM rels r, LATERAL (SELECT x.indexrelid FROM pg_catalog.pg_index x WHERE x.indrelid = r.oid) x
   UNION ALL
-  SELECT 'check', r.oid, r.top, k.oid, ${cls('pg_constraint')}, 'fold', k.conname::pg_catalog.text
+  SELECT 'check', r.oid, r.top, k.oid, ${cls('pg_constraint')}, 'fold', k.conname::pg_catalog.text,
+         'SELECT ' || pg_catalog.pg_get_expr(k.conbin, k.conrelid)
     FROM rels r, LATERAL (
-      SELECT k.oid, k.conname FROM pg_catalog.pg_constraint k WHERE k.conrelid = r.oid AND k.contype = 'c') k
+      SELECT k.oid, k.conname, k.conbin, k.conrelid FROM pg_catalog.pg_constraint k
+       WHERE k.conrelid = r.oid AND k.contype = 'c') k
   UNION ALL
-  SELECT 'statistics', r.oid, r.top, s.oid, ${cls('pg_statistic_ext')}, 'fold', s.stxname::pg_catalog.text
+  SELECT 'statistics', r.oid, r.top, s.oid, ${cls('pg_statistic_ext')}, 'fold', s.stxname::pg_catalog.text,
+         'SELECT ' || pg_catalog.array_to_string(pg_catalog.pg_get_statisticsobjdef_expressions(s.oid), ', ')
     FROM rels r, LATERAL (
       SELECT s.oid, s.stxname FROM pg_catalog.pg_statistic_ext s WHERE s.stxrelid = r.oid) s
   UNION ALL
-  SELECT 'partition', r.oid, r.top, r.oid, ${cls('pg_class')}, 'fold', NULL
+  SELECT 'partition', r.oid, r.top, r.oid, ${cls('pg_class')}, 'fold', NULL,
+         'CREATE TABLE loupe_key (c int) PARTITION BY ' || pg_catalog.pg_get_partkeydef(r.oid)
     FROM rels r),
 attached_deps AS (
-  SELECT a.via, a.rel, a.top, a.level, a.objname, d.refclassid, d.refobjid
+  SELECT a.via, a.rel, a.top, a.level, a.objname, a.expr, d.refclassid, d.refobjid
     FROM attached a, LATERAL (
       SELECT d.refclassid, d.refobjid FROM pg_catalog.pg_depend d
        WHERE d.classid = a.cls AND d.objid = a.obj AND d.objsubid = 0
@@ -199,20 +204,20 @@ opclass AS (
    WHERE oc.opcdefault AND oc.opcintype IN (SELECT oid FROM types)),
 reach AS (
   SELECT CASE f.kind WHEN 'a' THEN 'field' ELSE 'function' END AS via,
-         pg_catalog.concat(f.sch || '.', f.name) AS what, f.oid AS fn, 'call' AS level
+         pg_catalog.concat(f.sch || '.', f.name) AS what, f.oid AS fn, 'call' AS level, NULL::pg_catalog.text AS expr
     FROM fn_used f
   UNION ALL
-  SELECT 'support', pg_catalog.concat(f.sch || '.', f.name), p.prosupport::pg_catalog.oid, 'type'
+  SELECT 'support', pg_catalog.concat(f.sch || '.', f.name), p.prosupport::pg_catalog.oid, 'type', NULL
     FROM fn_used f JOIN pg_catalog.pg_proc p ON p.oid = f.oid
   UNION ALL
-  SELECT 'operator', ${opName('u.oid')}, s.fn, s.level
+  SELECT 'operator', ${opName('u.oid')}, s.fn, s.level, NULL
     FROM op_used u JOIN pg_catalog.pg_operator o ON o.oid = u.oid,
     LATERAL (VALUES (o.oprcode::pg_catalog.oid, 'call'), (o.oprrest::pg_catalog.oid, 'type'),
                     (o.oprjoin::pg_catalog.oid, 'type')) AS s(fn, level)
   UNION ALL
   SELECT d.via, pg_catalog.concat_ws(' ', ${relName('d.rel')}, d.objname,
            CASE WHEN d.top <> d.rel THEN 'read through ' || ${relName('d.top')} END),
-         s.fn, CASE WHEN s.estimator THEN 'type' ELSE d.level END
+         s.fn, CASE WHEN s.estimator THEN 'type' ELSE d.level END, d.expr
     FROM attached_deps d, LATERAL (
       SELECT d.refobjid AS fn, false AS estimator WHERE d.refclassid = ${cls('pg_proc')}
       UNION ALL
@@ -221,55 +226,55 @@ reach AS (
                         (o.oprjoin::pg_catalog.oid, true)) AS e(fn, estimator)
        WHERE d.refclassid = ${cls('pg_operator')} AND o.oid = d.refobjid) s
   UNION ALL
-  SELECT 'domain', pg_catalog.concat_ws(' ', ${typeName('d.typ')}, d.objname), s.fn, 'call'
+  SELECT 'domain', pg_catalog.concat_ws(' ', ${typeName('d.typ')}, d.objname), s.fn, 'call', NULL
     FROM domain_deps d, LATERAL (
       SELECT d.refobjid AS fn WHERE d.refclassid = ${cls('pg_proc')}
       UNION ALL
       SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_operator o
        WHERE d.refclassid = ${cls('pg_operator')} AND o.oid = d.refobjid) s
   UNION ALL
-  SELECT 'foreign', pg_catalog.concat_ws(' ', ${relName('r.oid')}, w.fdwname::pg_catalog.text), w.fdwhandler, 'call'
+  SELECT 'foreign', pg_catalog.concat_ws(' ', ${relName('r.oid')}, w.fdwname::pg_catalog.text), w.fdwhandler, 'call', NULL
     FROM rels r
     JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid = r.oid
     JOIN pg_catalog.pg_foreign_server sv ON sv.oid = ft.ftserver
     JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = sv.srvfdw
   UNION ALL
-  SELECT 'access method', pg_catalog.concat_ws(' ', ${relName('r.oid')}, am.amname::pg_catalog.text), am.amhandler::pg_catalog.oid, 'type'
+  SELECT 'access method', pg_catalog.concat_ws(' ', ${relName('r.oid')}, am.amname::pg_catalog.text), am.amhandler::pg_catalog.oid, 'type', NULL
     FROM rels r JOIN pg_catalog.pg_class c ON c.oid = r.oid JOIN pg_catalog.pg_am am ON am.oid = c.relam
   UNION ALL
-  SELECT 'type', ${typeName('y.oid')}, s.fn, 'type'
+  SELECT 'type', ${typeName('y.oid')}, s.fn, 'type', NULL
     FROM types t, LATERAL (SELECT * FROM pg_catalog.pg_type y WHERE y.oid = t.oid) y,
     LATERAL (VALUES (y.typinput::pg_catalog.oid), (y.typoutput::pg_catalog.oid), (y.typreceive::pg_catalog.oid),
                     (y.typsend::pg_catalog.oid), (y.typmodin::pg_catalog.oid), (y.typmodout::pg_catalog.oid),
                     (y.typsubscript::pg_catalog.oid)) AS s(fn)
    WHERE t.oid >= ${FIRST_NORMAL}
   UNION ALL
-  SELECT 'type', ${typeName('g.rngtypid')}, s.fn, 'type'
+  SELECT 'type', ${typeName('g.rngtypid')}, s.fn, 'type', NULL
     FROM types t, LATERAL (SELECT * FROM pg_catalog.pg_range g WHERE g.rngtypid = t.oid) g,
     LATERAL (VALUES (g.rngcanonical::pg_catalog.oid), (g.rngsubdiff::pg_catalog.oid)) AS s(fn)
   UNION ALL
-  SELECT 'cast', ${typeName('k.castsource')} || ' to ' || ${typeName('k.casttarget')}, k.castfunc, 'type'
+  SELECT 'cast', ${typeName('k.castsource')} || ' to ' || ${typeName('k.casttarget')}, k.castfunc, 'type', NULL
     FROM types t, LATERAL (
       SELECT k.castsource, k.casttarget, k.castfunc FROM pg_catalog.pg_cast k
        WHERE k.castsource = t.oid AND k.castfunc <> ${ZERO} AND k.casttarget IN (SELECT oid FROM types)) k
   UNION ALL
-  SELECT 'operator class', pg_catalog.concat_ws(' ', oc.opcname, ${typeName('oc.opcintype')}), ap.amproc::pg_catalog.oid, 'type'
+  SELECT 'operator class', pg_catalog.concat_ws(' ', oc.opcname, ${typeName('oc.opcintype')}), ap.amproc::pg_catalog.oid, 'type', NULL
     FROM opclass oc JOIN pg_catalog.pg_amproc ap ON ap.amprocfamily = oc.opcfamily AND ap.oid >= ${FIRST_NORMAL}
   UNION ALL
-  SELECT 'operator class', pg_catalog.concat_ws(' ', oc.opcname, ${typeName('oc.opcintype')}), o.oprcode::pg_catalog.oid, 'type'
+  SELECT 'operator class', pg_catalog.concat_ws(' ', oc.opcname, ${typeName('oc.opcintype')}), o.oprcode::pg_catalog.oid, 'type', NULL
     FROM opclass oc
     JOIN pg_catalog.pg_amop ao ON ao.amopfamily = oc.opcfamily AND ao.oid >= ${FIRST_NORMAL}
     JOIN pg_catalog.pg_operator o ON o.oid = ao.amopopr),
 reach_all AS (
   SELECT * FROM reach
   UNION ALL
-  SELECT 'aggregate', r.what, s.fn, r.level
+  SELECT 'aggregate', r.what, s.fn, r.level, r.expr
     FROM reach r, LATERAL (SELECT * FROM pg_catalog.pg_aggregate g WHERE g.aggfnoid::pg_catalog.oid = r.fn) g,
     LATERAL (VALUES (g.aggtransfn::pg_catalog.oid), (g.aggfinalfn::pg_catalog.oid), (g.aggcombinefn::pg_catalog.oid),
                     (g.aggserialfn::pg_catalog.oid), (g.aggdeserialfn::pg_catalog.oid), (g.aggmtransfn::pg_catalog.oid),
                     (g.aggminvtransfn::pg_catalog.oid), (g.aggmfinalfn::pg_catalog.oid),
                     ((SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_operator o WHERE o.oid = g.aggsortop))) AS s(fn))
-SELECT DISTINCT r.via, r.what, r.level, n.nspname::pg_catalog.text AS schema, p.proname::pg_catalog.text AS fn,
+SELECT DISTINCT r.via, r.what, r.level, r.expr, n.nspname::pg_catalog.text AS schema, p.proname::pg_catalog.text AS fn,
        p.provolatile::pg_catalog.text AS volatility, l.lanname::pg_catalog.text AS language,
        a.rolsuper AS owner_super, p.oid < ${FIRST_NORMAL} AS initdb,
        (SELECT x.extname::pg_catalog.text FROM pg_catalog.pg_depend d

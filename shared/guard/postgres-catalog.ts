@@ -33,7 +33,7 @@
 import { readOnlyViolation } from './errors';
 import { pgDenied, pgDeniedPattern, pgReviewedExtensions, pgReviewedVolatile } from './functions';
 import { REACH_SQL, SNAPSHOT_SQL, VERSION_SQL } from './postgres-catalog-sql';
-import type { PgCalls } from './postgres-grammar';
+import { type PgCalls, pgStatements } from './postgres-grammar';
 
 const MAX_CONNECTIONS = 200;
 const MAX_STATEMENTS_PER_CONNECTION = 5000;
@@ -62,6 +62,8 @@ interface Reached {
   via: string;
   what: string;
   level: 'call' | 'type' | 'fold';
+  /** 'fold' only: the statement (CREATE INDEX, SELECT of the expression…) that shows the expression. */
+  expr: string | null;
   schema: string;
   fn: string;
   volatility: string;
@@ -96,8 +98,8 @@ const compiled = (language: string) => language === 'c' || language === 'interna
 function problem(r: Reached, allowed: ReadonlySet<string>): 'denied' | 'volatile' | 'unreviewed' | undefined {
   if (pgDenied(r.fn)) return 'denied';
   if (allowed.has(r.fn.toLowerCase()) || allowed.has(`${r.schema}.${r.fn}`.toLowerCase())) return undefined;
-  // Folded by the planner only when IMMUTABLE (or inlined, SQL): others run only when called.
-  if (r.level === 'fold' && r.volatility !== 'i' && r.language !== 'sql') return undefined;
+  // The planner folds only IMMUTABLE calls with constant arguments (and inlines SQL functions).
+  if (r.level === 'fold' && r.language !== 'sql' && (r.volatility !== 'i' || !foldable(r))) return undefined;
   if (r.initdb && BUILTIN_SCHEMAS.has(r.schema)) {
     if (r.level === 'type' || labelled(r.volatility) || pgReviewedVolatile.has(r.fn)) return undefined;
     return 'volatile';
@@ -111,6 +113,43 @@ function problem(r: Reached, allowed: ReadonlySet<string>): 'denied' | 'volatile
     return undefined;
   if (r.level === 'type' && compiled(r.language)) return undefined;
   return labelled(r.volatility) ? 'unreviewed' : 'volatile';
+}
+
+const hasColumn = (node: unknown): boolean => JSON.stringify(node ?? null).includes('"ColumnRef"');
+
+/**
+ * Whether the planner could fold a call of `r.fn` in the expression `r.expr` (an index, CHECK
+ * constraint, statistics or partition key): it evaluates an IMMUTABLE call whose arguments are all
+ * constants. Every call written with a column among its arguments cannot be folded; a function that
+ * does not appear by name (reached through an operator or an implicit cast), an expression that does
+ * not parse, or a call with constant arguments can.
+ */
+function foldable(r: Reached): boolean {
+  if (!r.expr) return true;
+  let stmts: Record<string, unknown>[];
+  try {
+    stmts = pgStatements(r.expr);
+  } catch {
+    return true;
+  }
+  let calls = 0;
+  let constant = false;
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n);
+      return;
+    }
+    if (!node || typeof node !== 'object') return;
+    const o = node as Record<string, unknown>;
+    const call = o.FuncCall as { funcname?: { String?: { sval?: string } }[]; args?: unknown } | undefined;
+    if (call && call.funcname?.[call.funcname.length - 1]?.String?.sval === r.fn) {
+      calls++;
+      if (!hasColumn(call.args)) constant = true;
+    }
+    for (const v of Object.values(o)) visit(v);
+  };
+  visit(stmts);
+  return calls === 0 || constant;
 }
 
 /** The reasons a statement names itself come first in a refusal, then what its objects run. */

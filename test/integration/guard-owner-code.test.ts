@@ -135,6 +135,12 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
       CREATE TABLE public.folded_part (id int) PARTITION BY RANGE ((id OPERATOR(pg_catalog.+) public.mark('partition key')));
       CREATE TABLE public.folded_part_1 PARTITION OF public.folded_part FOR VALUES FROM (0) TO (100);
       CREATE TABLE public.folded_check (id int CHECK (id OPERATOR(pg_catalog.+) public.mark('check') OPERATOR(pg_catalog.>) 0));
+      -- An owner function on a column in an index and a CHECK: the planner cannot fold it, reads never run it.
+      CREATE FUNCTION public.norm(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+        BEGIN PERFORM public.mark('norm'); RETURN pg_catalog.lower(t); END $$;
+      CREATE TABLE public.by_column (name text CHECK (public.norm(name) IS NOT NULL));
+      INSERT INTO public.by_column VALUES ('A'), ('b');
+      CREATE INDEX by_column_norm ON public.by_column (public.norm(name));
       -- A harmless owner function, allowed by name later.
       CREATE FUNCTION public.fine() RETURNS int LANGUAGE sql STABLE AS 'SELECT 42';
       CREATE VIEW public.v_fine AS SELECT public.fine() AS f;
@@ -234,6 +240,23 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
         expect(await marks(), `${name}: ${sql}`).toBe(before);
       }
     });
+
+  it('reads a table whose index and CHECK call an owner function on a column: the planner cannot fold it, nothing runs', async () => {
+    const sql = 'SELECT name FROM by_column ORDER BY name';
+    const before = await marks();
+    await direct(sql);
+    expect(await marks()).toBe(before);
+    for (const [name, read] of paths) {
+      const r = await read(name === 'metric value' ? `SELECT count(*)::int AS n FROM (${sql}) x` : sql);
+      expect(r.status, `${name}: ${r.text}`).toBe(200);
+    }
+    expect(await marks()).toBe(before);
+    // Called by name it is the owner's function like any other.
+    const called = await s.call('POST', `/connections/${connectionId}/query`, {
+      body: { sql: "SELECT name FROM by_column WHERE norm(name) = 'b'" },
+    });
+    refused(called, 'norm', 'called by name');
+  });
 
   it('answers the built-ins, not the shadowing operators, and names the objects in its refusals', async () => {
     const q = (sql: string) => s.call('POST', `/connections/${connectionId}/query`, { body: { sql } });
