@@ -20,6 +20,14 @@ const typeName = (oid: string) => `pg_catalog.format_type(${oid}, NULL)`;
 /** `schema.op(left, right)`: an operator as PostgreSQL names it. */
 const opName = (oid: string) =>
   `(SELECT pg_catalog.format('%I.%s', on_.nspname, op_.oprname) || '(' || pg_catalog.format_type(op_.oprleft, NULL) || ', ' || pg_catalog.format_type(op_.oprright, NULL) || ')' FROM pg_catalog.pg_operator op_ JOIN pg_catalog.pg_namespace on_ ON on_.oid = op_.oprnamespace WHERE op_.oid = ${oid})`;
+/**
+ * The session's role skips the table's row-level security: a superuser or BYPASSRLS role, or the
+ * table's owner (or a member inheriting its rights) when the table does not FORCE it. Only for a
+ * table the statement names: through a view, policies apply as the view's owner.
+ */
+const bypassesRls = (c: string) =>
+  `((SELECT a.rolsuper OR a.rolbypassrls FROM pg_catalog.pg_roles a WHERE a.rolname = CURRENT_USER)
+     OR (NOT ${c}.relforcerowsecurity AND pg_catalog.pg_has_role(${c}.relowner, 'USAGE')))`;
 /** Written names resolve in the session's effective path (pg_catalog first); pg_temp never for functions and operators. */
 const inPath = (sch: string, nsp: string, pos: string, temp: boolean) =>
   `CASE WHEN ${sch} IS NULL THEN ${pos} IS NOT NULL${
@@ -114,7 +122,14 @@ rels(oid, top) AS (
      WHERE c.oid = r.oid AND c.relkind = 'v'
        AND d.refclassid = ${cls('pg_class')} AND d.refobjid <> r.oid
     UNION ALL
-    SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = r.oid) nx
+    SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = r.oid
+    UNION ALL
+    SELECT d.refobjid
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_policy pol ON pol.polrelid = c.oid AND pol.polcmd IN ('r', '*')
+      JOIN pg_catalog.pg_depend d ON d.classid = ${cls('pg_policy')} AND d.objid = pol.oid
+     WHERE c.oid = r.oid AND c.relrowsecurity
+       AND d.refclassid = ${cls('pg_class')} AND d.refobjid <> r.oid) nx
    WHERE nx.oid >= ${FIRST_NORMAL}),
 attached AS (
   SELECT 'view' AS via, r.oid AS rel, r.top, rw.oid AS obj, ${cls('pg_rewrite')} AS cls, 'call' AS level,
@@ -128,7 +143,7 @@ attached AS (
     FROM rels r, LATERAL (
       SELECT pol.oid, pol.polname FROM pg_catalog.pg_class c
         JOIN pg_catalog.pg_policy pol ON pol.polrelid = c.oid AND pol.polcmd IN ('r', '*')
-       WHERE c.oid = r.oid AND c.relrowsecurity) pol
+       WHERE c.oid = r.oid AND c.relrowsecurity AND (r.top <> r.oid OR NOT ${bypassesRls('c')})) pol
   UNION ALL
   SELECT 'index', r.oid, r.top, x.indexrelid, ${cls('pg_class')}, 'fold',
          (SELECT ic.relname::pg_catalog.text FROM pg_catalog.pg_class ic WHERE ic.oid = x.indexrelid),

@@ -124,6 +124,24 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
       ALTER TABLE public.guarded ENABLE ROW LEVEL SECURITY;
       ALTER TABLE public.guarded FORCE ROW LEVEL SECURITY;
       CREATE POLICY p ON public.guarded FOR SELECT USING (public.mark('policy') OPERATOR(pg_catalog.=) 1);
+      -- A policy that reads a view: the view's function runs too.
+      CREATE TABLE public.guarded_sub (id int);
+      INSERT INTO public.guarded_sub VALUES (1);
+      ALTER TABLE public.guarded_sub ENABLE ROW LEVEL SECURITY;
+      ALTER TABLE public.guarded_sub FORCE ROW LEVEL SECURITY;
+      CREATE POLICY q ON public.guarded_sub FOR SELECT
+        USING (EXISTS (SELECT 1 FROM public.v WHERE v.m OPERATOR(pg_catalog.=) guarded_sub.id));
+      -- A policy written with public first on the path: its IN applies the owner's =(int, int).
+      CREATE TABLE public.guarded_eq (id int);
+      INSERT INTO public.guarded_eq VALUES (1);
+      ALTER TABLE public.guarded_eq ENABLE ROW LEVEL SECURITY;
+      ALTER TABLE public.guarded_eq FORCE ROW LEVEL SECURITY;
+      CREATE POLICY e ON public.guarded_eq FOR SELECT USING (id IN (1, 2));
+      -- Row security that does not apply to the owner (not forced): its policy never runs for this role.
+      CREATE TABLE public.owned_rls (id int);
+      INSERT INTO public.owned_rls VALUES (1);
+      ALTER TABLE public.owned_rls ENABLE ROW LEVEL SECURITY;
+      CREATE POLICY o ON public.owned_rls FOR SELECT USING (public.mark('owned rls') OPERATOR(pg_catalog.=) 1);
       CREATE FUNCTION public.agg_step(s int, x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
         BEGIN RETURN public.mark('aggregate') OPERATOR(pg_catalog.+) s; END $$;
       CREATE AGGREGATE public.marked_sum(int) (SFUNC = public.agg_step, STYPE = int, INITCOND = '0');
@@ -185,6 +203,8 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
     ["SELECT CAST('z' AS checked)", 'public.mark'],
     ['SELECT (row(1)::pair) + 1', 'public.pair_to_int'],
     ['SELECT * FROM guarded', 'public.mark'],
+    ['SELECT * FROM guarded_sub', 'public.mark'],
+    ['SELECT * FROM guarded_eq', 'public.int_eq'],
     ['SELECT marked_sum(id) FROM t', 'marked_sum'],
     ['SELECT * FROM folded_index', 'public.mark'],
     ['SELECT * FROM folded_stats', 'public.mark'],
@@ -241,7 +261,7 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
       }
     });
 
-  it('reads a table whose index and CHECK call an owner function on a column: the planner cannot fold it, nothing runs', async () => {
+  it('reads a table whose index and CHECK call an owner function on a column, and one whose row security skips its owner', async () => {
     const sql = 'SELECT name FROM by_column ORDER BY name';
     const before = await marks();
     await direct(sql);
@@ -250,6 +270,13 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
       const r = await read(name === 'metric value' ? `SELECT count(*)::int AS n FROM (${sql}) x` : sql);
       expect(r.status, `${name}: ${r.text}`).toBe(200);
     }
+    expect(await marks()).toBe(before);
+    // Row security the table does not force does not apply to its owner: the policy never runs.
+    const rls = 'SELECT id FROM owned_rls';
+    await direct(rls);
+    const r = await s.call('POST', `/connections/${connectionId}/query`, { body: { sql: rls } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.rows).toEqual([{ id: 1 }]);
     expect(await marks()).toBe(before);
     // Called by name it is the owner's function like any other.
     const called = await s.call('POST', `/connections/${connectionId}/query`, {
@@ -272,6 +299,14 @@ describe('PostgreSQL owner code reachable without a call by name (issue 32)', ()
     expect(view.body.error.message).toContain('Reading the view public.v (read through public.vv)');
     const policy = await q('SELECT * FROM guarded');
     expect(policy.body.error.details).toMatchObject({ via: 'policy', object: 'public.guarded p' });
+    const throughPolicy = await q('SELECT * FROM guarded_sub');
+    expect(throughPolicy.body.error.details).toMatchObject({
+      via: 'view',
+      object: 'public.v read through public.guarded_sub',
+    });
+    // Stored when the policy was written: the owner's operator, whatever the read's path.
+    const stored = await q('SELECT * FROM guarded_eq');
+    expect(stored.body.error.details).toMatchObject({ function: 'public.int_eq', via: 'policy' });
     const cast = await q('SELECT (row(1)::pair) + 1');
     expect(cast.body.error.details).toMatchObject({ via: 'cast', object: 'pair to integer' });
     const op = await q('SELECT 1 OPERATOR(hidden.###) 2');
