@@ -45,20 +45,23 @@ const inPath = (sch: string, nsp: string, pos: string, temp: boolean) =>
  *   except one whose signature an earlier schema of the path already has (that one can never be
  *   chosen: pg_catalog's built-ins come first); relations and types: the first match in the path.
  * - Relations read: the written ones, the relations of every view they read (recursively, through the
- *   views' SELECT rules) and inheritance children and partitions; built-in relations (oid < 16384) are
- *   not followed. Of each: its view rule's functions and operators, its row-level security policies
- *   for SELECT when row security is enabled, the functions its index expressions and predicates,
- *   CHECK constraints, statistics expressions and partition key compute (the planner folds those with
- *   constant arguments, so IMMUTABLE ones run on a read: level 'fold'), the handler of a foreign
- *   table's wrapper and of its table access method.
+ *   views' SELECT rules) and of every row-level security policy that applies, and inheritance
+ *   children and partitions; built-in relations (oid < 16384) are not followed. Of each: its view
+ *   rule's functions and operators, its policies for SELECT when row security is enabled (not for a
+ *   named table whose row security the session's role bypasses), the functions its index expressions
+ *   and predicates, CHECK constraints, statistics expressions and partition key compute (the planner
+ *   folds those with constant arguments, so IMMUTABLE ones run on a read: level 'fold'), the handler
+ *   of a foreign table's wrapper and of its table access method.
  * - Types in play: the written ones, the column types of every relation read, the argument and result
  *   types of the functions and operators the names resolve to, the types the views and policies use,
- *   and (recursively) domains' base types, arrays and their elements, composite types' attribute
- *   types, ranges' subtypes. Of each type created after initdb: its input, output, send, receive,
- *   typmod and subscript functions, a range's canonical and subtype-difference functions, a domain's
- *   CHECK constraints; every cast with a function between two types in play (an implicit cast runs
- *   without being written), and the members of the types' default btree and hash operator classes
- *   (ORDER BY, GROUP BY, DISTINCT, UNION, joins) added after initdb.
+ *   and (recursively, from types created after initdb: a built-in type leads only to built-ins)
+ *   domains' base types, arrays and their elements, composite types' attribute types, ranges'
+ *   subtypes. Of each type created after initdb: its input, output, send, receive, typmod and
+ *   subscript functions, a range's canonical and subtype-difference functions, a domain's CHECK
+ *   constraints. Every cast created after initdb with a function between two types in play (an
+ *   implicit cast runs without being written; initdb's casts run initdb's functions), and the members
+ *   added after initdb to the default btree and hash operator classes of the types in play (ORDER BY,
+ *   GROUP BY, DISTINCT, UNION, joins).
  * - Operators: the function behind each (`oprcode`, level of the reason) and its selectivity
  *   estimators (level 'type'). Aggregates: every support function.
  *
@@ -203,7 +206,7 @@ types(oid) AS (
      WHERE y.oid = t.oid
     UNION ALL SELECT g.rngsubtype FROM pg_catalog.pg_range g WHERE g.rngtypid = t.oid
     UNION ALL SELECT g.rngtypid FROM pg_catalog.pg_range g WHERE g.rngmultitypid = t.oid) nx
-   WHERE nx.oid <> ${ZERO}),
+   WHERE t.oid >= ${FIRST_NORMAL} AND nx.oid <> ${ZERO}),
 domain_deps AS (
   SELECT t.oid AS typ, k.objname, k.refclassid, k.refobjid
     FROM types t, LATERAL (
@@ -271,7 +274,8 @@ reach AS (
   SELECT 'cast', ${typeName('k.castsource')} || ' to ' || ${typeName('k.casttarget')}, k.castfunc, 'type', NULL
     FROM types t, LATERAL (
       SELECT k.castsource, k.casttarget, k.castfunc FROM pg_catalog.pg_cast k
-       WHERE k.castsource = t.oid AND k.castfunc <> ${ZERO} AND k.casttarget IN (SELECT oid FROM types)) k
+       WHERE k.castsource = t.oid AND k.oid >= ${FIRST_NORMAL} AND k.castfunc <> ${ZERO}
+         AND k.casttarget IN (SELECT oid FROM types)) k
   UNION ALL
   SELECT 'operator class', pg_catalog.concat_ws(' ', oc.opcname, ${typeName('oc.opcintype')}), ap.amproc::pg_catalog.oid, 'type', NULL
     FROM opclass oc JOIN pg_catalog.pg_amproc ap ON ap.amprocfamily = oc.opcfamily AND ap.oid >= ${FIRST_NORMAL}
