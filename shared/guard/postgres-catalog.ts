@@ -96,10 +96,10 @@ const compiled = (language: string) => language === 'c' || language === 'interna
 
 /** Why a reached function may not run (undefined: it may). */
 function problem(r: Reached, allowed: ReadonlySet<string>): 'denied' | 'volatile' | 'unreviewed' | undefined {
-  if (pgDenied(r.fn)) return 'denied';
-  if (allowed.has(r.fn.toLowerCase()) || allowed.has(`${r.schema}.${r.fn}`.toLowerCase())) return undefined;
   // The planner folds only IMMUTABLE calls with constant arguments (and inlines SQL functions).
   if (r.level === 'fold' && r.language !== 'sql' && (r.volatility !== 'i' || !foldable(r))) return undefined;
+  if (pgDenied(r.fn)) return 'denied';
+  if (allowed.has(r.fn.toLowerCase()) || allowed.has(`${r.schema}.${r.fn}`.toLowerCase())) return undefined;
   if (r.initdb && BUILTIN_SCHEMAS.has(r.schema)) {
     if (r.level === 'type' || labelled(r.volatility) || pgReviewedVolatile.has(r.fn)) return undefined;
     return 'volatile';

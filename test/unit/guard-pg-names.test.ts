@@ -1,5 +1,6 @@
 import type { A_Expr_Kind, SubLinkType } from '@pgsql/types';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { pgDenied, pgDeniedPattern } from '../../shared/guard/functions';
 import { writtenNames } from '../../shared/guard/postgres-catalog';
 import { loadPgParser, type PgCalls, type PgName } from '../../shared/guard/postgres-grammar';
 import { verifyRead } from '../../shared/guard/read';
@@ -149,5 +150,31 @@ describe('functions, types and relations the catalog rule resolves', () => {
       ['r', null, 't'],
     ]);
     expect(b).toEqual(a);
+  });
+});
+
+describe('the denied names as the catalog query matches them', () => {
+  it('matches exactly the names pgDenied refuses', () => {
+    const re = new RegExp(pgDeniedPattern());
+    for (const name of [
+      'dblink_exec',
+      'dblink',
+      'pg_advisory_lock',
+      'pg_try_advisory_xact_lock',
+      'set_config',
+      'nextval',
+      'pg_sleep_for',
+      'lo_import',
+      'query_to_xml_and_xmlschema',
+      'pg_ls_dir',
+      'txid_current_snapshot',
+      'lower',
+      'now',
+      'similarity',
+      'pg_relation_size',
+      'current_setting',
+      'xdblink',
+    ])
+      expect(re.test(name), name).toBe(pgDenied(name) !== undefined);
   });
 });
