@@ -160,6 +160,8 @@ export interface Validator {
   accepts(s: CorpusStatement): Promise<boolean>;
   /** PostgreSQL: runs the function rule's catalog lookup on the same server. */
   catalog?: CatalogQuery;
+  /** PostgreSQL: makes `db`'s corpus schema the search path of the catalog lookups (as a connection to it would). */
+  use?(db: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -183,6 +185,9 @@ export async function postgresValidator(
       );
   }
   return {
+    async use(db) {
+      await client.query(`SET search_path = corpus_${db}, public`);
+    },
     async catalog(text, opts) {
       const r = await client.query(text, opts.params);
       return { columns: [], rows: r.rows, rowCount: r.rows.length, executionTime: 0 };

@@ -97,6 +97,18 @@ const pgDeniedGroups: [string, string[]][] = [
 ];
 const pgDeniedMatchers = pgDeniedGroups.map(([reason, names]) => [reason, pattern(names)] as const);
 
+/**
+ * The refused PostgreSQL names as one anchored regular expression (POSIX, for the catalog query: a
+ * built-in it matches is returned for review whatever its volatility).
+ */
+export function pgDeniedPattern(): string {
+  const literal = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+  const alternatives = pgDeniedGroups.flatMap(([, names]) =>
+    names.map((n) => (n.endsWith('*') ? `${literal(n.slice(0, -1))}.*` : literal(n))),
+  );
+  return `^(${alternatives.join('|')})$`;
+}
+
 /** Why a PostgreSQL function is refused by name, or undefined. `name` as the server folds it. */
 export function pgDenied(name: string): string | undefined {
   const lower = name.toLowerCase();
@@ -288,7 +300,7 @@ export const sqliteBuiltins = new Set(
   subtype sum tan tanh time timediff total total_changes trim trunc typeof unhex unicode unistr unistr_quote
   unixepoch unlikely upper zeroblob highlight snippet bm25 match offsets matchinfo json_each json_tree
   jsonb_each jsonb_tree generate_series pragma_table_info pragma_table_xinfo pragma_table_list
-  pragma_index_list pragma_index_info pragma_index_xinfo pragma_foreign_key_list pragma_database_list
+  pragma_index_list pragma_index_info pragma_index_xinfo pragma_foreign_key_list
   pragma_collation_list pragma_function_list pragma_module_list pragma_pragma_list pragma_compile_options`.split(
     /\s+/,
   ),

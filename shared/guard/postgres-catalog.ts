@@ -1,42 +1,55 @@
 /**
- * The PostgreSQL half of the function rule, decided by the target server's own catalog.
+ * The PostgreSQL half of the function rule, decided by the target server's own catalog: no code the
+ * database owner wrote runs through a read unless the connection's admin allowed it by name.
  *
- * A call `f(...)` may run when every overload of `f` it could resolve to (in the written schema, or
- * in the session's search path when unqualified) is one of:
- * - a built-in: in pg_catalog or information_schema (only a superuser can put a function there),
- *   IMMUTABLE or STABLE, or on the reviewed list of harmless volatile built-ins;
+ * The grammar walk (postgres-grammar.ts) gives every name the statement shows: functions, operators
+ * (written or implied: ANY/ALL, IN, CASE, NULLIF, BETWEEN, JOIN USING, ORDER BY USING…), field names,
+ * types and relations. The catalog then gives every function a read of those names could run
+ * (postgres-catalog-sql.ts REACH_SQL): the overloads the names resolve to, and what runs without a
+ * call by name (views' definitions, recursively; row-level security policies; domain CHECK
+ * constraints; casts between the types in play; type input/output functions; operator classes;
+ * aggregates' support functions; expressions the planner folds: index expressions, CHECK
+ * constraints, statistics, partition keys; foreign-data wrappers' handlers). Each must be:
+ * - a built-in (created by initdb: oid below 16384, in pg_catalog or information_schema), IMMUTABLE or
+ *   STABLE or on the reviewed list of harmless volatile built-ins; for type support (input/output,
+ *   casts, operator classes, handlers) any initdb built-in;
  * - a function of a reviewed extension (functions.ts `pgReviewedExtensions`, by extension and name),
- *   IMMUTABLE or STABLE, written in C or installed by a superuser (the extension's own script), so that
- *   a function the owner adds to an extension does not pass as the extension's;
- * - named in the connection's `allowedFunctions` by its admin (`name` or `schema.name`).
- * Any other function is refused, whatever its volatility, schema or language: a volatility label is
- * the owner's claim, not a guarantee (a STABLE plpgsql or SQL function may call volatile ones, such
- * as dblink_exec, pg_advisory_lock or set_config). Operators are held to the same rule through the
- * function behind them (`pg_operator.oprcode`), and so are names written as fields (`t.f`, `(t).f`),
- * which PostgreSQL resolves to `f(t)` when `t` has no such column (functional notation; one-argument
- * functions of a row or pseudo type), and explicit casts (`x::t`) to a type whose casts run a
- * function. What owner-defined objects run implicitly (views, row-level security policies, domain
- * checks, implicit casts) stays the owner's design; the read-only transaction and the session reset
- * still apply to it.
+ *   IMMUTABLE or STABLE, written in C or installed by a superuser;
+ * - for type support only: written in C (only a superuser can install C code; owners cannot);
+ * - named in the connection's `allowedFunctions` by its admin (`name` or `schema.name`);
+ * - for an expression the planner folds: anything but an IMMUTABLE or SQL-language function (only
+ *   those can run at planning time);
+ * and never one of the names functions.ts refuses whatever a catalog says. Names resolve as the
+ * server resolves them under the read session's search_path, which starts with pg_catalog
+ * (drivers/postgres.ts): an owner's function or operator with a built-in's signature can never be
+ * chosen and is not held against the statement.
  *
- * The verdicts are per connection: names found safe are remembered for this warm instance
- * (CATALOG_TTL_MS, keyed by connection id, version and allowedFunctions), so a repeated statement
- * costs no catalog query; only names not yet known are looked up, in one query on the connection's
- * own read-only path. Refusals are not remembered.
+ * Verdicts are remembered per connection (id, version, allowedFunctions) and statement names while
+ * the catalog is unchanged: before each read one trivial query reads the server's transaction
+ * snapshot; when it changed, the catalog's digest is read (VERSION_SQL), and a changed digest forgets
+ * every verdict of the connection. A statement not yet known costs one REACH_SQL query. Refusals are
+ * not remembered.
  */
 import { readOnlyViolation } from './errors';
-import { pgReviewedExtensions, pgReviewedVolatile } from './functions';
-import type { PgCalls, PgFunctionCall } from './postgres-grammar';
+import { pgDenied, pgDeniedPattern, pgReviewedExtensions, pgReviewedVolatile } from './functions';
+import { REACH_SQL, SNAPSHOT_SQL, VERSION_SQL } from './postgres-catalog-sql';
+import { type PgCalls, pgStatements } from './postgres-grammar';
 
-export const CATALOG_TTL_MS = 5 * 60_000;
 const MAX_CONNECTIONS = 200;
-const MAX_NAMES_PER_CONNECTION = 5000;
+const MAX_STATEMENTS_PER_CONNECTION = 5000;
 
 interface Known {
-  expires: number;
+  snapshot: string;
+  digest: string;
+  /** Statement name lists found safe under `digest` (replaced, not cleared, when it changes). */
   safe: Set<string>;
 }
 const known = new Map<string, Known>();
+
+/** Forgets every remembered verdict (tests; a connection's catalog changed). */
+export function forgetCatalogVerdicts(): void {
+  known.clear();
+}
 
 /** Runs one read on the connection (the driver's read-only path); injected by databases/run.ts. */
 export type CatalogQuery = (
@@ -44,214 +57,228 @@ export type CatalogQuery = (
   opts: { params: unknown[]; maxRows: number; timeoutMs: number },
 ) => Promise<{ rows: unknown[] }>;
 
-const fnKey = (c: PgFunctionCall) => `f\u0000${c.schema ?? ''}\u0000${c.name}`;
-const opKey = (op: string) => `o\u0000${op}`;
-const attrKey = (name: string) => `a\u0000${name}`;
-const castKey = (name: string) => `c\u0000${name}`;
-
-/** Forgets every remembered verdict (tests; a connection's catalog changed). */
-export function forgetCatalogVerdicts(): void {
-  known.clear();
-}
-
-/**
- * Functions and operators in the catalog query: for each name, every overload in the schemas it
- * could resolve to, with its volatility and schema. `current_schemas(true)` is the session's effective
- * search path (pg_catalog included); pg_temp is never searched for functions unless written.
- */
-const PROC_FACTS = `p.provolatile AS volatility, l.lanname AS language, r.rolsuper AS owner_super,
-       (SELECT x.extname FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
-         WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid AND d.deptype = 'e'
-         LIMIT 1) AS extension`;
-const PROC_JOINS = `JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-  JOIN pg_catalog.pg_roles r ON r.oid = p.proowner`;
-const CATALOG_SQL = `
-SELECT 'f' AS kind, p.proname AS name, p.proname AS fn, n.nspname AS schema, ${PROC_FACTS},
-       n.nspname = ANY (pg_catalog.current_schemas(true)) AS in_path
-  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace ${PROC_JOINS}
- WHERE p.proname = ANY ($1::text[])
-UNION ALL
-SELECT 'o', o.oprname, p.proname, pn.nspname, ${PROC_FACTS},
-       n.nspname = ANY (pg_catalog.current_schemas(true))
-  FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
-  JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode
-  JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace ${PROC_JOINS}
- WHERE o.oprname = ANY ($2::text[])
-UNION ALL
-SELECT 'a', p.proname, p.proname, n.nspname, ${PROC_FACTS},
-       n.nspname = ANY (pg_catalog.current_schemas(true))
-  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-  JOIN pg_catalog.pg_type t ON t.oid = p.proargtypes[0] ${PROC_JOINS}
- WHERE p.proname = ANY ($3::text[]) AND p.pronargs = 1 AND t.typtype IN ('c', 'p', 'd') AND t.typname <> 'internal'
-UNION ALL
-SELECT 'c', t.typname, p.proname, pn.nspname, ${PROC_FACTS}, true
-  FROM pg_catalog.pg_cast c JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
-  JOIN pg_catalog.pg_proc p ON p.oid = c.castfunc
-  JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace ${PROC_JOINS}
- WHERE t.typname = ANY ($4::text[])`;
-
-/** Schemas only a superuser can create functions in: their functions are the server's built-ins. */
-const BUILTIN_SCHEMAS = new Set(['pg_catalog', 'information_schema']);
-
-interface Overload {
-  kind: string;
-  /** The function's name, or the operator's, or the cast's target type. */
-  name: string;
-  /** The function that runs (for an operator or cast, the function behind it). */
-  fn: string;
-  /** The function's schema (for an operator, the operator's own schema decides `in_path`). */
+/** One REACH_SQL row: a function a read of the statement could run, and why. */
+interface Reached {
+  via: string;
+  what: string;
+  level: 'call' | 'type' | 'fold';
+  /** 'fold' only: the statement (CREATE INDEX, SELECT of the expression…) that shows the expression. */
+  expr: string | null;
   schema: string;
+  fn: string;
   volatility: string;
   language: string;
   owner_super: boolean;
+  initdb: boolean;
   extension: string | null;
-  in_path: boolean;
 }
 
+type Written = [kind: 'f' | 'a' | 'o' | 't' | 'r', schema: string | null, name: string];
+
+/** The statement's names as REACH_SQL takes them, sorted and without repeats (also the verdict's key). */
+export function writtenNames(calls: PgCalls): Written[] {
+  const out = new Map<string, Written>();
+  const add = (kind: Written[0], schema: string | undefined, name: string) => {
+    const w: Written = [kind, schema ?? null, name];
+    out.set(JSON.stringify(w), w);
+  };
+  for (const f of calls.functions) add('f', f.schema, f.name);
+  for (const a of calls.attributes) add('a', undefined, a);
+  for (const o of calls.operators) add('o', o.schema, o.name);
+  for (const t of calls.types) add('t', t.schema, t.name);
+  for (const r of calls.relations) add('r', r.schema, r.name);
+  return [...out.keys()].sort().map((k) => out.get(k) as Written);
+}
+
+const BUILTIN_SCHEMAS = new Set(['pg_catalog', 'information_schema']);
 const labelled = (v: string) => v === 'i' || v === 's';
+const compiled = (language: string) => language === 'c' || language === 'internal';
 
-/** A built-in or a reviewed extension's function: allowed on every connection. */
-function reviewed(r: Overload): boolean {
-  if (BUILTIN_SCHEMAS.has(r.schema))
-    return (
-      labelled(r.volatility) || (r.kind === 'f' && r.schema === 'pg_catalog' && pgReviewedVolatile.has(r.fn))
-    );
-  if (!r.extension || !pgReviewedExtensions[r.extension]?.has(r.fn)) return false;
-  return labelled(r.volatility) && (r.language === 'c' || r.language === 'internal' || r.owner_super);
-}
-
-/** The connection's admin listed the function (`name` or `schema.name`, as the server folds them). */
-const listed = (r: Overload, allowed: ReadonlySet<string>) =>
-  allowed.has(r.fn.toLowerCase()) || allowed.has(`${r.schema}.${r.fn}`.toLowerCase());
-
-/** Why an overload may not run (undefined: it may), for the refusal's text. */
-function problem(r: Overload, allowed: ReadonlySet<string>): 'volatile' | 'unreviewed' | undefined {
-  if (reviewed(r) || listed(r, allowed)) return undefined;
+/** Why a reached function may not run (undefined: it may). */
+function problem(r: Reached, allowed: ReadonlySet<string>): 'denied' | 'volatile' | 'unreviewed' | undefined {
+  // The planner folds only IMMUTABLE calls with constant arguments (and inlines SQL functions).
+  if (r.level === 'fold' && r.language !== 'sql' && (r.volatility !== 'i' || !foldable(r))) return undefined;
+  if (pgDenied(r.fn)) return 'denied';
+  if (allowed.has(r.fn.toLowerCase()) || allowed.has(`${r.schema}.${r.fn}`.toLowerCase())) return undefined;
+  if (r.initdb && BUILTIN_SCHEMAS.has(r.schema)) {
+    if (r.level === 'type' || labelled(r.volatility) || pgReviewedVolatile.has(r.fn)) return undefined;
+    return 'volatile';
+  }
+  if (
+    r.extension &&
+    pgReviewedExtensions[r.extension]?.has(r.fn) &&
+    labelled(r.volatility) &&
+    (compiled(r.language) || r.owner_super)
+  )
+    return undefined;
+  if (r.level === 'type' && compiled(r.language)) return undefined;
   return labelled(r.volatility) ? 'unreviewed' : 'volatile';
 }
 
-const HOW_TO_ALLOW =
-  "An admin can allow it by listing it in the connection's allowedFunctions (PATCH /v1/connections/{id}).";
-/** The text of an owner-written function's refusal. */
-const unreviewedText = (what: string, qualified: string) =>
-  `${what} is not allowed in a read-only query: it is not a reviewed built-in or extension function, and a function the database owner wrote may change data whatever its volatility label says. An admin can allow it by listing "${qualified}" in the connection's allowedFunctions (PATCH /v1/connections/{id}).`;
+const hasColumn = (node: unknown): boolean => JSON.stringify(node ?? null).includes('"ColumnRef"');
 
 /**
- * Throws 400 READ_ONLY_VIOLATION naming the first function (or operator) the catalog of `target`
- * does not mark safe. `query` runs the catalog lookup on the connection.
+ * Whether the planner could fold a call of `r.fn` in the expression `r.expr` (an index, CHECK
+ * constraint, statistics or partition key): it evaluates an IMMUTABLE call whose arguments are all
+ * constants. Every call written with a column among its arguments cannot be folded; a function that
+ * does not appear by name (reached through an operator or an implicit cast), an expression that does
+ * not parse, or a call with constant arguments can.
+ */
+function foldable(r: Reached): boolean {
+  if (!r.expr) return true;
+  let stmts: Record<string, unknown>[];
+  try {
+    stmts = pgStatements(r.expr);
+  } catch {
+    return true;
+  }
+  let calls = 0;
+  let constant = false;
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n);
+      return;
+    }
+    if (!node || typeof node !== 'object') return;
+    const o = node as Record<string, unknown>;
+    const call = o.FuncCall as { funcname?: { String?: { sval?: string } }[]; args?: unknown } | undefined;
+    if (call && call.funcname?.[call.funcname.length - 1]?.String?.sval === r.fn) {
+      calls++;
+      if (!hasColumn(call.args)) constant = true;
+    }
+    for (const v of Object.values(o)) visit(v);
+  };
+  visit(stmts);
+  return calls === 0 || constant;
+}
+
+/** The reasons a statement names itself come first in a refusal, then what its objects run. */
+const viaOrder = ['function', 'field', 'operator', 'aggregate', 'support'];
+const rank = (via: string) => {
+  const i = viaOrder.indexOf(via);
+  return i === -1 ? viaOrder.length : i;
+};
+
+/** What runs the function, for the refusal's first sentence. */
+function subject(r: Reached, q: string): string {
+  const [head, ...rest] = r.what.split(' ');
+  const tail = rest.join(' ');
+  switch (r.via) {
+    case 'function':
+      return `The function ${r.what}()`;
+    case 'field':
+      return `The function ${r.what}(), written as a field (x.${r.what}),`;
+    case 'operator':
+      return `The operator ${r.what} (function ${q}())`;
+    case 'aggregate':
+      return `The aggregate ${r.what}() runs the function ${q}(), which`;
+    case 'support':
+      return `The function ${r.what}() has the planner support function ${q}(), which`;
+    case 'view':
+      return `Reading the view ${head}${tail ? ` (${tail})` : ''} runs the function ${q}() of its definition, which`;
+    case 'policy':
+      return `Reading the table ${head} runs the function ${q}() of its row-level security policy ${tail}, which`;
+    case 'index':
+    case 'check':
+    case 'statistics':
+    case 'partition': {
+      const object =
+        r.via === 'index'
+          ? `the expression of its index ${tail}`
+          : r.via === 'check'
+            ? `its CHECK constraint ${tail}`
+            : r.via === 'statistics'
+              ? `its extended statistics ${tail}`
+              : 'its partition key';
+      return `Reading the table ${head} may run the function ${q}() (the planner evaluates ${object}), which`;
+    }
+    case 'foreign':
+      return `Reading the foreign table ${head} runs the handler ${q}() of the foreign-data wrapper ${tail}, which`;
+    case 'access method':
+      return `Reading the table ${head} runs the handler ${q}() of its access method ${tail}, which`;
+    case 'domain':
+      return `The statement uses the domain ${head}, whose constraint ${tail} runs the function ${q}(), which`;
+    case 'type':
+      return `The statement uses the type ${r.what}, whose input, output or type-modifier functions include ${q}(), which`;
+    case 'cast':
+      return `The statement may apply the cast from ${r.what} (an implicit cast runs without being written), whose function ${q}()`;
+    case 'operator class':
+      return `Comparing, sorting or grouping values of ${tail} uses the operator class ${head}, whose function ${q}()`;
+    default:
+      return `The statement reaches the function ${q}() (${r.via} ${r.what}), which`;
+  }
+}
+
+function refusal(r: Reached, kind: 'denied' | 'volatile' | 'unreviewed') {
+  const q = `${r.schema}.${r.fn}`;
+  const label = r.via === 'function' || r.via === 'field' ? r.what : q;
+  const details = {
+    function: label,
+    ...(r.via === 'function' || r.via === 'field' ? {} : { via: r.via, object: r.what }),
+  };
+  const start = subject(r, q);
+  const verb = ' is not allowed in a read-only query';
+  if (kind === 'denied')
+    return readOnlyViolation(
+      'FUNCTION',
+      `${start}${verb} (${pgDenied(r.fn)}); no setting allows it.`,
+      details,
+    );
+  const why =
+    kind === 'volatile'
+      ? 'the database marks it VOLATILE (it may change data or state). Only functions the database marks IMMUTABLE or STABLE, and a few reviewed built-ins, can run here'
+      : 'it is not a reviewed built-in or extension function, and a function the database owner wrote may change data whatever its volatility label says';
+  return readOnlyViolation(
+    'FUNCTION',
+    `${start}${verb}: ${why}. An admin can allow it by listing "${q}" in the connection's allowedFunctions (PATCH /v1/connections/{id}).`,
+    details,
+  );
+}
+
+/**
+ * Throws 400 READ_ONLY_VIOLATION naming the first function a read of `calls` could run that the
+ * catalog of `target` does not mark safe, and what runs it. `query` runs the lookups on the connection.
  */
 export async function assertPgCallsAllowed(
   target: { id: string; version: string; allowedFunctions?: readonly string[] },
   calls: PgCalls,
   query: CatalogQuery,
 ): Promise<void> {
-  if (
-    calls.functions.length === 0 &&
-    calls.operators.length === 0 &&
-    calls.attributes.length === 0 &&
-    calls.casts.length === 0
-  )
-    return;
+  const names = writtenNames(calls);
+  if (names.length === 0) return;
   const allowed = new Set((target.allowedFunctions ?? []).map((a) => a.toLowerCase()));
   // allowedFunctions is part of the key: an admin's edit of the list needs no new version.
   const cacheKey = `${target.id}\u0000${target.version}\u0000${[...allowed].sort().join(',')}`;
-  const now = Date.now();
+  const statementKey = JSON.stringify(names);
+  const lookup = { maxRows: 10_000, timeoutMs: 10_000 };
+
   let entry = known.get(cacheKey);
-  if (!entry || entry.expires <= now) {
-    if (entry) known.delete(cacheKey);
-    if (known.size >= MAX_CONNECTIONS) known.delete(known.keys().next().value as string);
-    entry = { expires: now + CATALOG_TTL_MS, safe: new Set() };
-    known.set(cacheKey, entry);
+  const snapshot = entry
+    ? String(
+        ((await query(SNAPSHOT_SQL, { ...lookup, params: [] })).rows[0] as { snapshot: string }).snapshot,
+      )
+    : undefined;
+  if (!entry || snapshot !== entry.snapshot) {
+    const v = (await query(VERSION_SQL, { ...lookup, params: [] })).rows[0] as {
+      snapshot: string;
+      hash: string;
+    };
+    entry = known.get(cacheKey);
+    if (!entry || entry.digest !== v.hash) {
+      if (!entry && known.size >= MAX_CONNECTIONS) known.delete(known.keys().next().value as string);
+      entry = { snapshot: v.snapshot, digest: v.hash, safe: new Set() };
+      known.set(cacheKey, entry);
+    } else entry.snapshot = v.snapshot;
   }
+  if (entry.safe.has(statementKey)) return;
+  // The set of this catalog version: a verdict found while the catalog changed lands in the old set.
   const safe = entry.safe;
-  const fns = calls.functions.filter((c) => !safe.has(fnKey(c)));
-  const ops = [...new Set(calls.operators)].filter((o) => !safe.has(opKey(o)));
-  const attrs = [...new Set(calls.attributes)].filter((a) => !safe.has(attrKey(a)));
-  const casts = [...new Set(calls.casts)].filter((c) => !safe.has(castKey(c)));
-  if (fns.length === 0 && ops.length === 0 && attrs.length === 0 && casts.length === 0) return;
-  const result = await query(CATALOG_SQL, {
-    params: [[...new Set(fns.map((f) => f.name))], ops, attrs, casts],
-    maxRows: 10_000,
-    timeoutMs: 10_000,
-  });
-  const rows = result.rows as Overload[];
-  for (const f of fns) {
-    const overloads = rows.filter(
-      (r) =>
-        r.kind === 'f' &&
-        r.name === f.name &&
-        (f.schema !== undefined ? r.schema === f.schema : r.in_path && !r.schema.startsWith('pg_temp')),
-    );
-    const label = f.schema ? `${f.schema}.${f.name}` : f.name;
-    const bad = overloads.find((r) => problem(r, allowed));
-    if (bad && problem(bad, allowed) === 'volatile')
-      throw readOnlyViolation(
-        'FUNCTION',
-        `The function ${label}() is not allowed in a read-only query: the database marks it VOLATILE (it may change data or state). Only functions the database marks IMMUTABLE or STABLE, and a few reviewed built-ins, can run here. ${HOW_TO_ALLOW}`,
-        { function: label },
-      );
-    if (bad)
-      throw readOnlyViolation(
-        'FUNCTION',
-        unreviewedText(`The function ${label}()`, `${bad.schema}.${bad.fn}`),
-        {
-          function: label,
-        },
-      );
-    // A name with no overload is left to the server, which answers "function does not exist".
-    if (overloads.length > 0 && safe.size < MAX_NAMES_PER_CONNECTION) safe.add(fnKey(f));
+
+  const { rows } = await query(REACH_SQL, { ...lookup, params: [statementKey, pgDeniedPattern()] });
+  const reached = (rows as Reached[]).slice().sort((a, b) => rank(a.via) - rank(b.via));
+  for (const r of reached) {
+    const kind = problem(r, allowed);
+    if (kind) throw refusal(r, kind);
   }
-  for (const op of ops) {
-    const overloads = rows.filter((r) => r.kind === 'o' && r.name === op && r.in_path);
-    const bad = overloads.find((r) => problem(r, allowed));
-    if (bad && problem(bad, allowed) === 'volatile')
-      throw readOnlyViolation(
-        'FUNCTION',
-        `The operator ${op} is not allowed in a read-only query: the function behind it is VOLATILE.`,
-        { function: op },
-      );
-    if (bad)
-      throw readOnlyViolation(
-        'FUNCTION',
-        unreviewedText(`The operator ${op} (function ${bad.schema}.${bad.fn})`, `${bad.schema}.${bad.fn}`),
-        { function: op },
-      );
-    if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(opKey(op));
-  }
-  // t.f / (t).f: a one-argument function of a row (or any) type that the notation would call.
-  for (const name of attrs) {
-    const overloads = rows.filter((r) => r.kind === 'a' && r.name === name && r.in_path);
-    const bad = overloads.find((r) => problem(r, allowed));
-    if (bad && problem(bad, allowed) === 'volatile')
-      throw readOnlyViolation(
-        'FUNCTION',
-        `The function ${name}() is not allowed in a read-only query: written as a field (x.${name}), PostgreSQL calls it, and the database marks it VOLATILE.`,
-        { function: name },
-      );
-    if (bad)
-      throw readOnlyViolation(
-        'FUNCTION',
-        unreviewedText(`The function ${name}(), written as a field (x.${name}),`, `${bad.schema}.${bad.fn}`),
-        { function: name },
-      );
-    if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(attrKey(name));
-  }
-  // x::t runs the cast's function, if the cast has one.
-  for (const name of casts) {
-    const overloads = rows.filter((r) => r.kind === 'c' && r.name === name);
-    const bad = overloads.find((r) => problem(r, allowed));
-    if (bad && problem(bad, allowed) === 'volatile')
-      throw readOnlyViolation(
-        'FUNCTION',
-        `The cast to ${name} is not allowed in a read-only query: it runs a function the database marks VOLATILE.`,
-        { function: `cast to ${name}` },
-      );
-    if (bad)
-      throw readOnlyViolation(
-        'FUNCTION',
-        unreviewedText(`The cast to ${name} (function ${bad.schema}.${bad.fn})`, `${bad.schema}.${bad.fn}`),
-        { function: `cast to ${name}` },
-      );
-    if (safe.size < MAX_NAMES_PER_CONNECTION) safe.add(castKey(name));
-  }
+  if (safe.size < MAX_STATEMENTS_PER_CONNECTION) safe.add(statementKey);
 }

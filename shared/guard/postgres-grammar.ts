@@ -12,11 +12,7 @@ import { pgDenied } from './functions';
 import type { ReadStatement } from './verdict';
 import { baselineWasmOnly } from './wasm-tiering';
 
-export interface PgFunctionCall {
-  /** Lower-case unless quoted (as the server folds it); schema only when written. */
-  schema?: string;
-  name: string;
-}
+export type PgFunctionCall = PgName;
 
 type PgParser = { parseSync(sql: string): { stmts?: { stmt?: Record<string, unknown> }[] } };
 let parser: PgParser | undefined;
@@ -104,16 +100,38 @@ function parsePg(text: string): Record<string, unknown>[] {
   }
 }
 
+/** A name as written: lower-case unless quoted (as the server folds it); schema only when written. */
+export interface PgName {
+  schema?: string;
+  name: string;
+}
+
+/**
+ * Every name in the statement the server resolves to code or to objects that carry code, for the
+ * catalog rule (postgres-catalog.ts): the guard cannot know argument types, so each name stands for
+ * every object it could resolve to.
+ */
 export interface PgCalls {
+  /** Function calls (also aggregates, window functions, TABLESAMPLE methods, and the calls the grammar adds). */
   functions: PgFunctionCall[];
-  operators: string[];
+  /**
+   * Operators, written or implied: `OPERATOR(schema.op)` keeps its schema; ANY/ALL/SOME, IN, CASE,
+   * NULLIF, IS DISTINCT FROM, JOIN … USING / NATURAL (=), BETWEEN (>= and <=, NOT BETWEEN < and >),
+   * LIKE (~~), ILIKE (~~*), SIMILAR TO (~), ORDER BY … USING.
+   */
+  operators: PgName[];
   /**
    * Names written as fields (`t.f`, `(t).f`): PostgreSQL calls a one-argument function `f(t)` when `t`
    * has no column `f` (functional notation), so each is checked as a possible call.
    */
   attributes: string[];
-  /** Type names of explicit casts (`x::t`, `CAST(x AS t)`): a cast may run a function. */
-  casts: string[];
+  /**
+   * Type names written (casts, column definition lists, JSON_TABLE / XMLTABLE columns, RETURNING …),
+   * and one-argument calls, which PostgreSQL reads as a cast when no function has the name.
+   */
+  types: PgName[];
+  /** Relations read (FROM, JOIN, TABLE; a CTE's name too: the catalog finds no table for it, or one more to check). */
+  relations: PgName[];
 }
 
 export interface PgRead extends ReadStatement, PgCalls {}
@@ -130,7 +148,7 @@ export function checkPostgres(text: string): PgRead {
   const stmt = stmts[0];
   const [node] = Object.keys(stmt);
   const body = stmt[node] as Record<string, unknown>;
-  const found: PgCalls = { functions: [], operators: [], attributes: [], casts: [] };
+  const found: PgCalls = { functions: [], operators: [], attributes: [], types: [], relations: [] };
   if (node === 'SelectStmt') {
     walk(body, found, 0, 'SelectStmt');
     return { kind: body.valuesLists ? 'values' : 'select', ...found };
@@ -167,6 +185,34 @@ const nameOf = (n: unknown): string | undefined => {
   return typeof s === 'string' ? s : undefined;
 };
 
+/** A written name list (`[schema,] name`): the last part and, when written, the one before it. */
+function qualified(list: unknown, what: string): PgName {
+  const parts = ((list ?? []) as unknown[]).map(nameOf);
+  const name = parts[parts.length - 1];
+  if (!name || parts.some((p) => p === undefined))
+    throw readOnlyViolation('FUNCTION', `A ${what} name could not be read.`);
+  const schema = parts.length > 1 ? parts[parts.length - 2] : undefined;
+  return schema ? { schema, name } : { name };
+}
+
+/**
+ * The operators PostgreSQL applies for an A_Expr: its written name (OPERATOR(schema.op) keeps the
+ * schema) for operators, ANY/ALL, IS DISTINCT FROM, NULLIF, IN, LIKE, ILIKE and SIMILAR TO; BETWEEN
+ * is `a >= b AND a <= c`, NOT BETWEEN `a < b OR a > c` (SYMMETRIC: the same operators both ways).
+ */
+function aExprOperators(o: Record<string, unknown>): PgName[] {
+  switch (o.kind) {
+    case 'AEXPR_BETWEEN':
+    case 'AEXPR_BETWEEN_SYM':
+      return [{ name: '>=' }, { name: '<=' }];
+    case 'AEXPR_NOT_BETWEEN':
+    case 'AEXPR_NOT_BETWEEN_SYM':
+      return [{ name: '<' }, { name: '>' }];
+    default:
+      return [qualified(o.name, 'operator')];
+  }
+}
+
 function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
   if (depth > MAX_PG_DEPTH)
     throw readOnlyViolation('TOO_DEEP', 'The statement is nested too deeply to be verified.');
@@ -191,11 +237,7 @@ function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
     );
   if (Array.isArray(o.lockingClause) && o.lockingClause.length > 0) throw lockingRead();
   if (key === 'FuncCall') {
-    const parts = ((o.funcname ?? []) as unknown[]).map(nameOf);
-    if (parts.some((p) => p === undefined))
-      throw readOnlyViolation('FUNCTION', 'A function name could not be read.');
-    const name = parts[parts.length - 1] as string;
-    const schema = parts.length > 1 ? (parts[parts.length - 2] as string) : undefined;
+    const { schema, name } = qualified(o.funcname, 'function');
     const denied = pgDenied(name);
     if (denied)
       throw readOnlyViolation(
@@ -206,26 +248,51 @@ function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
         },
       );
     found.functions.push(schema ? { schema, name } : { name });
+    // f(x) is a cast to the type f when no function f takes x (a function-style cast).
+    if (Array.isArray(o.args) && o.args.length === 1) found.types.push(schema ? { schema, name } : { name });
   }
+  if (key === 'RangeVar') {
+    const rel = o as { schemaname?: unknown; relname?: unknown };
+    if (typeof rel.relname === 'string')
+      found.relations.push(
+        typeof rel.schemaname === 'string'
+          ? { schema: rel.schemaname, name: rel.relname }
+          : { name: rel.relname },
+      );
+  }
+  // TABLESAMPLE method(…): the method is a handler function of that name.
+  if (key === 'RangeTableSample') found.functions.push(qualified(o.method, 'function'));
   if (key === 'ColumnRef') {
     const fields = ((o.fields ?? []) as unknown[]).map(nameOf);
     const last = fields[fields.length - 1];
     if (fields.length >= 2 && last) found.attributes.push(last);
   }
-  if (key === 'TypeCast') {
-    const names = (((o.typeName as { names?: unknown[] } | undefined)?.names ?? []) as unknown[]).map(nameOf);
-    const last = names[names.length - 1];
-    if (last) found.casts.push(last);
-  }
+  // Every type name: TypeCast, column definition lists, JSON_TABLE / XMLTABLE columns, RETURNING, XMLSERIALIZE.
+  if ((key === 'typeName' || key === 'TypeName') && Array.isArray(o.names))
+    found.types.push(qualified(o.names, 'type'));
   if (key === 'A_Indirection')
     for (const i of (o.indirection ?? []) as unknown[]) {
       const name = nameOf(i);
       if (name) found.attributes.push(name);
     }
-  if (key === 'A_Expr' || key === 'OpExpr') {
-    const parts = ((o.name ?? []) as unknown[]).map(nameOf).filter((p): p is string => !!p);
-    const op = parts[parts.length - 1];
-    if (op) found.operators.push(op);
+  if (key === 'A_Expr') for (const op of aExprOperators(o)) found.operators.push(op);
+  // x op ANY/ALL (subquery), x IN (subquery) (=), (a, b) op (subquery).
+  if (key === 'SubLink') {
+    const t = o.subLinkType;
+    if (t === 'ANY_SUBLINK' || t === 'ALL_SUBLINK' || t === 'ROWCOMPARE_SUBLINK')
+      found.operators.push(
+        Array.isArray(o.operName) && o.operName.length > 0
+          ? qualified(o.operName, 'operator')
+          : { name: '=' },
+      );
   }
+  // CASE x WHEN v …: x = v.
+  if (key === 'CaseExpr' && o.arg) found.operators.push({ name: '=' });
+  // JOIN … USING (c) and NATURAL JOIN compare the columns with =.
+  if (key === 'JoinExpr' && ((Array.isArray(o.usingClause) && o.usingClause.length > 0) || o.isNatural))
+    found.operators.push({ name: '=' });
+  // ORDER BY x USING op.
+  if (key === 'SortBy' && Array.isArray(o.useOp) && o.useOp.length > 0)
+    found.operators.push(qualified(o.useOp, 'operator'));
   for (const [k, v] of Object.entries(o)) if (v && typeof v === 'object') walk(v, found, depth + 1, k);
 }

@@ -39,7 +39,8 @@ function check(text: string): VerifiedRead {
       functions: [...read.functions, ...extra],
       operators: read.operators,
       attributes: read.attributes,
-      casts: read.casts,
+      types: read.types,
+      relations: read.relations,
     },
   };
 }

@@ -12,8 +12,25 @@ import { checkTokens, explain, readText, tableShorthand, viaSqlparser } from './
 import { loadSqlparser, sqlparserLoaded } from './sqlparser';
 import type { DialectCheck, ReadStatement, VerifiedRead } from './verdict';
 
+/**
+ * The database list (PRAGMA database_list, the pragma_database_list table) shows the absolute path of
+ * every database file on the server: refused in every form (as a table, a call, quoted, any case).
+ */
+const pathLeak = () =>
+  readOnlyViolation(
+    'PRAGMA',
+    "database_list is not available here: it shows the server's file paths. The database's schema is main; list its tables with SELECT name FROM sqlite_schema or PRAGMA table_list.",
+  );
+
 function check(text: string, depth = 0): VerifiedRead {
   const { readings, tokens, first } = readText('sqlite', text);
+  for (const r of readings)
+    if (
+      r.tokens.some(
+        (t) => (t.kind === 'word' || t.kind === 'quoted') && /^pragma_database_list$/i.test(t.value),
+      )
+    )
+      throw pathLeak();
   if (first === 'EXPLAIN') return explain('sqlite', text, readings, depth, check);
   for (const r of readings) checkTokens('sqlite', r.tokens);
   if (first === 'PRAGMA') return pragma(tokens);
@@ -39,7 +56,6 @@ const readPragmas = new Set([
   'index_info',
   'index_xinfo',
   'foreign_key_list',
-  'database_list',
   'collation_list',
   'function_list',
   'module_list',
@@ -67,6 +83,7 @@ function pragma(tokens: Token[]): ReadStatement {
       after[0].value === '(' &&
       ['word', 'quoted', 'string', 'number'].includes(after[1].kind) &&
       after[2].value === ')');
+  if (name === 'database_list') throw pathLeak();
   if (!name || !readPragmas.has(name) || !argsOk)
     throw readOnlyViolation(
       'PRAGMA',

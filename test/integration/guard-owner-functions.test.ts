@@ -6,7 +6,9 @@ import {
   postgresAdmin,
   postgresConnection,
 } from '../support/connections';
-import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../support/fake-openai';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
+import { mcpClient } from '../support/mcp';
+import { type PathAnswer, type ReadPath, readPaths } from '../support/read-paths';
 import { startTestServer, type TestServer } from '../support/server';
 
 /**
@@ -24,7 +26,8 @@ describe('PostgreSQL functions the owner wrote, on every read path', () => {
   let fake: FakeOpenAI;
   let connectionId: string;
   let owner: pg.Client;
-  let dashboardId: string;
+  let mcp: Awaited<ReturnType<typeof mcpClient>>;
+  let paths: ReadPath[];
   const conninfo = `host=${info.host} port=${info.port} dbname=${DB} user=${info.user} password=${info.password}`;
 
   /** What the wrappers could change: the audit table, advisory locks, the owner's role settings. */
@@ -76,11 +79,13 @@ describe('PostgreSQL functions the owner wrote, on every read path', () => {
     expect(tested.body.data, tested.text).toMatchObject({ success: true, schemaIntrospected: true });
     const d = await s.call('POST', '/dashboards', { body: { title: `Owner functions ${DB}` } });
     expect(d.status, d.text).toBe(201);
-    dashboardId = d.body.data.id;
+    mcp = await mcpClient(s);
+    paths = readPaths(s, { fake, mcp: mcp.client, connectionId, dashboardId: d.body.data.id, tag: DB });
     initial = await state();
   });
 
   afterAll(async () => {
+    await mcp?.client.close();
     await s?.stop();
     await fake?.stop();
     await owner?.end();
@@ -98,9 +103,8 @@ describe('PostgreSQL functions the owner wrote, on every read path', () => {
     initial = await state();
   });
 
-  let n = 0;
   /** Expects 400 READ_ONLY_VIOLATION naming `fn`, on a save (when the path checks there) or on the run. */
-  const refused = (r: { status: number; text: string; body: any }, fn: string, path: string) => {
+  const refused = (r: PathAnswer, fn: string, path: string) => {
     expect(r.status, `${path}: ${r.text}`).toBe(400);
     expect(r.body.error.code, path).toBe('READ_ONLY_VIOLATION');
     // The workflow run and the chat tool carry the refusal's text (no details): it names the function too.
@@ -109,92 +113,6 @@ describe('PostgreSQL functions the owner wrote, on every read path', () => {
     expect(r.body.error.message, path).toContain(`${fn}()`);
     expect(r.body.error.message, path).toMatch(/allowedFunctions/);
   };
-  /** Saves a resource; answers the save's refusal, or runs it and answers the run's. */
-  const saveThenRun = async (
-    save: () => Promise<{ status: number; text: string; body: any }>,
-    run: (id: string) => Promise<{ status: number; text: string; body: any }>,
-  ) => {
-    const saved = await save();
-    if (saved.status === 400) return saved;
-    expect(saved.status, saved.text).toBe(201);
-    return run(saved.body.data.id);
-  };
-
-  const paths: [string, (sql: string) => Promise<{ status: number; text: string; body: any }>][] = [
-    ['query', (sql) => s.call('POST', `/connections/${connectionId}/query`, { body: { sql } })],
-    [
-      'widget data',
-      (sql) =>
-        saveThenRun(
-          () =>
-            s.call('POST', `/dashboards/${dashboardId}/widgets`, {
-              body: { title: `w${++n}`, type: 'TABLE', query: sql, connectionId },
-            }),
-          (id) => s.call('GET', `/dashboards/${dashboardId}/widgets/${id}/data`),
-        ),
-    ],
-    [
-      'saved query run',
-      (sql) =>
-        saveThenRun(
-          () =>
-            s.call('POST', '/saved-queries', {
-              body: { name: `q${++n} ${DB}`, query: sql, connectionId, parameters: [] },
-            }),
-          (id) => s.call('POST', `/saved-queries/${id}/run`, { body: {} }),
-        ),
-    ],
-    [
-      'metric value',
-      (sql) =>
-        saveThenRun(
-          () => s.call('POST', '/metrics', { body: { name: `m${++n} ${DB}`, formula: sql, connectionId } }),
-          (id) => s.call('GET', `/metrics/${id}/value`),
-        ),
-    ],
-    [
-      'workflow step',
-      async (sql) => {
-        const r = await saveThenRun(
-          () =>
-            s.call('POST', '/workflows', {
-              body: { name: `wf${++n} ${DB}`, triggerType: 'MANUAL', connectionId, steps: [{ query: sql }] },
-            }),
-          (id) => s.call('POST', `/workflows/${id}/run`),
-        );
-        if (r.status !== 201) return r;
-        // The run is recorded FAILED with the guard's refusal as the step's error.
-        expect(r.body.data.status, r.text).toBe('FAILED');
-        const [step] = JSON.parse(r.body.data.stepResults);
-        expect(step).toMatchObject({ status: 'FAILED', errorCode: 'READ_ONLY_VIOLATION' });
-        return {
-          status: 400,
-          text: r.text,
-          body: { error: { code: step.errorCode, message: step.error } },
-        };
-      },
-    ],
-    [
-      'chat tool',
-      async (sql) => {
-        let tool: any;
-        fake.script({ toolCalls: [{ name: 'run_query', arguments: { sql } }] }, (req: RecordedRequest) => {
-          const tools = req.body.messages.filter((m: any) => m.role === 'tool');
-          tool = JSON.parse(tools[tools.length - 1].content);
-          return { content: 'That function is not allowed.' };
-        });
-        const r = await s.call('POST', '/chat', { body: { message: `Run ${sql}`, connectionId } });
-        expect(r.status, r.text).toBe(200);
-        expect(r.body.data.sqlQuery).toBeNull();
-        return {
-          status: tool.ok === false ? 400 : 200,
-          text: JSON.stringify(tool),
-          body: { error: { code: tool.code, message: tool.error } },
-        };
-      },
-    ],
-  ];
-
   const wrappers = [
     'report_helper',
     'report_sql',
@@ -205,8 +123,9 @@ describe('PostgreSQL functions the owner wrote, on every read path', () => {
     'sleep_helper',
     'sleep_sql',
   ];
-  for (const [path, read] of paths)
-    it(`${path}: refuses every STABLE or IMMUTABLE wrapper and changes nothing`, async () => {
+  for (const index of [0, 1, 2, 3, 4, 5, 6])
+    it(`read path ${index + 1} of 7 refuses every STABLE or IMMUTABLE wrapper and changes nothing`, async () => {
+      const [path, read] = paths[index];
       for (const fn of wrappers) {
         const r = await read(`SELECT ${fn}() AS x FROM t WHERE id = 1`);
         refused(r, fn, `${path} ${fn}`);

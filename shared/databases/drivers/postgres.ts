@@ -1,6 +1,7 @@
 /**
  * PostgreSQL adapter (pg). Each read runs as:
- *   BEGIN READ ONLY; SET LOCAL statement_timeout = …; SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'
+ *   BEGIN READ ONLY; SET LOCAL statement_timeout = …; SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601';
+ *   set_config('search_path', <the role's path without pg_catalog>, true)   (PIN_SEARCH_PATH: pg_catalog first)
  *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>   (SELECT / VALUES; extended protocol: one statement only)
  *   FETCH n FROM loupe_cursor …                             (until maxRows + 1 rows or the byte cap)
  * The first three are pipelined (sent together, one round trip); later FETCHes follow one at a time.
@@ -114,6 +115,19 @@ function corked<T>(c: pg.PoolClient, fn: () => T): T {
 }
 
 const CURSOR_PREFIX = 'DECLARE loupe_cursor NO SCROLL CURSOR FOR ';
+
+/**
+ * Sent in every read's transaction, before the statement: pg_catalog comes first in the search_path
+ * whatever the role or database sets. PostgreSQL searches pg_catalog first unless the path lists it
+ * later (`public, pg_catalog`), so every listing of it is removed from the role's path (SET LOCAL,
+ * undone by the transaction's end): unqualified names still find the owner's tables and
+ * current_schema() is unchanged, but a built-in function, operator or type can never be shadowed by
+ * an owner's object of the same signature. The guard's catalog rule resolves names under this same
+ * path. The text qualifies every name, applies no operator and needs no backslash, so neither the
+ * role's path nor standard_conforming_strings can change what it does.
+ */
+export const PIN_SEARCH_PATH =
+  "SELECT pg_catalog.set_config('search_path', pg_catalog.btrim(pg_catalog.regexp_replace(pg_catalog.current_setting('search_path'), '(^|,)[[:space:]]*(pg_catalog|\"pg_catalog\")[[:space:]]*(?=,|$)', '', 'gi'), ', '), true)";
 
 /** Removes trailing semicolons (and whitespace) so the statement can follow DECLARE … FOR. */
 export const withoutTrailingSemicolons = (text: string) => text.replace(/[\s;]+$/, '');
@@ -274,7 +288,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       const deadline = Date.now() + ms;
       return withClient({ deadline, timeout: () => new QueryTimeoutError(ms) }, async (c) => {
         await c.query('BEGIN READ ONLY');
-        await c.query(`SET LOCAL statement_timeout = ${serverLimitMs(deadline)}`);
+        await c.query(`SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${PIN_SEARCH_PATH}`);
         const snapshot = await introspect(c);
         await c.query('ROLLBACK');
         return snapshot;
@@ -296,7 +310,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         // Our own fixed text, one simple-query message (never user SQL).
         const beginText =
           `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ` +
-          `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'`;
+          `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'${readOnly ? `; ${PIN_SEARCH_PATH}` : ''}`;
         if (readOnly && (kind === 'select' || kind === 'values')) {
           const fetch = (want: number) =>
             c.query({

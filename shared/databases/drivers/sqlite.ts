@@ -34,7 +34,7 @@ const CHILD_SOURCE = String.raw`
 const { DatabaseSync, constants: C } = require('node:sqlite');
 const LIMITS = JSON.parse(process.argv[process.argv.length - 1]);
 const READ_PRAGMAS = new Set(['table_info','table_xinfo','table_list','index_list','index_info','index_xinfo',
-  'foreign_key_list','database_list','collation_list','function_list','module_list','pragma_list','compile_options',
+  'foreign_key_list','collation_list','function_list','module_list','pragma_list','compile_options',
   'page_count','page_size','freelist_count','encoding','user_version','schema_version','application_id','data_version']);
 const PRAGMAS_WITH_ARGUMENT = new Set(['table_info','table_xinfo','table_list','index_list','index_info','index_xinfo','foreign_key_list']);
 const DENIED_FUNCTIONS = new Set(['load_extension','readfile','writefile','edit','fts3_tokenizer','zipfile']);

@@ -2,6 +2,7 @@ import type { MiddlewareObj } from '@middy/core';
 import { type AppError, internalError, isAppError } from '../../platform/errors';
 import { logger } from '../../platform/logger';
 import { envelope } from '../envelope';
+import { SECURITY_HEADERS } from './request-context';
 import type { HttpRequest } from './state';
 
 /** Turns any error into the envelope; a non-AppError is a bug: logged, answered 500 without internals. */
@@ -25,6 +26,7 @@ export function errorEnvelope(): MiddlewareObj {
         statusCode: app.status,
         headers: {
           'Content-Type': 'application/json',
+          ...SECURITY_HEADERS,
           ...(req.state?.headers ?? {}),
           ...(app.headers ?? {}),
         },

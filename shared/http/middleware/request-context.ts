@@ -13,6 +13,9 @@ export function validHost(value: string | undefined | null): string | undefined 
   return HOST.test(value) ? value : undefined;
 }
 
+/** Headers on every API answer (also the error envelope). */
+export const SECURITY_HEADERS = { 'X-Content-Type-Options': 'nosniff' } as const;
+
 /** Assigns the request id, start time, client IP and public base URL. */
 export function requestContext(): MiddlewareObj {
   return {
@@ -32,7 +35,8 @@ export function requestContext(): MiddlewareObj {
       req.state = {
         requestId: randomUUID(),
         startedAt: Date.now(),
-        headers: {},
+        // Every answer (JSON, errors, MCP, streams): browsers must not read an answer as another type.
+        headers: { ...SECURITY_HEADERS },
         baseUrl: base.replace(/\/$/, ''),
         sourceIp: e.requestContext?.identity?.sourceIp ?? 'unknown',
       };
