@@ -182,6 +182,8 @@ describe('the guides: every example as written', () => {
       `CALLS="$PWD/calls.log"; BLOCK=setup; : > "$CALLS"`,
       "trap 'kill $(jobs -p) 2>/dev/null' EXIT",
       HELPERS,
+      // The tour's receiver starts in the background: the guides may use it at once.
+      'until curl -s -o /dev/null "http://127.0.0.1:$HOOK_PORT/"; do sleep 0.1; done; : > hooks.log',
       RECORDING_API,
       FIRST_STEP,
       ...blocks.map((b, i) => `echo "${MARK}${i}"\nBLOCK=${i}\n${b.code}`),
