@@ -14,7 +14,12 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function fakes(opts: { check: number; vitestFailed: number; playwrightFailed: number }) {
+function fakes(opts: {
+  check: number;
+  vitestFailed: number;
+  playwrightFailed: number;
+  hookFailed?: boolean;
+}) {
   const dir = mkdtempSync(join(tmpdir(), 'loupe-run-'));
   dirs.push(dir);
   const reports = join(dir, 'reports');
@@ -26,7 +31,11 @@ function fakes(opts: { check: number; vitestFailed: number; playwrightFailed: nu
     numFailedTests: opts.vitestFailed,
     numPendingTests: 2,
     numTodoTests: 0,
-    testResults: [],
+    success: !opts.vitestFailed && !opts.hookFailed,
+    testResults: [
+      { status: opts.vitestFailed || opts.hookFailed ? 'failed' : 'passed' },
+      { status: 'passed' },
+    ],
   });
   const playwright = JSON.stringify({
     stats: { expected: 5, unexpected: opts.playwrightFailed, skipped: 1, flaky: 0 },
@@ -38,7 +47,7 @@ function fakes(opts: { check: number; vitestFailed: number; playwrightFailed: nu
 echo "npx $1" >> ${log}
 if [ "$1" = vitest ]; then
   for a in "$@"; do case "$a" in --outputFile.json=*) printf '%s' '${vitest}' > "\${a#--outputFile.json=}";; esac; done
-  exit ${opts.vitestFailed ? 1 : 0}
+  exit ${opts.vitestFailed || opts.hookFailed ? 1 : 0}
 fi
 printf '%s' '${playwright}' > "$PLAYWRIGHT_JSON_OUTPUT_NAME"
 exit ${opts.playwrightFailed ? 1 : 0}
@@ -80,7 +89,7 @@ describe('npm test (test/run.mjs)', () => {
       'npx vitest',
       'npx playwright',
     ]);
-    expect(r.out).toMatch(/^vitest: 10 passed, 3 failed, 2 skipped \(\d+ s\)$/m);
+    expect(r.out).toMatch(/^vitest: 10 passed, 3 failed, 2 skipped, 1 of 2 files failed \(\d+ s\)$/m);
     expect(r.out).toMatch(/^playwright: 5 passed, 0 failed, 1 skipped \(\d+ s\)$/m);
     expect(r.out).toMatch(/^npm test: FAILED in /m);
     expect(r.code).toBe(1);
@@ -90,6 +99,13 @@ describe('npm test (test/run.mjs)', () => {
     const r = await runWith(fakes({ check: 0, vitestFailed: 0, playwrightFailed: 2 }));
     expect(r.out).toMatch(/^vitest: 10 passed, 0 failed/m);
     expect(r.out).toMatch(/^playwright: 5 passed, 2 failed/m);
+    expect(r.code).toBe(1);
+  });
+
+  it('a file whose setup hook failed (its tests skipped, none failed) fails the run and is counted', async () => {
+    const r = await runWith(fakes({ check: 0, vitestFailed: 0, playwrightFailed: 0, hookFailed: true }));
+    expect(r.out).toMatch(/^vitest: 10 passed, 0 failed, 2 skipped, 1 of 2 files failed/m);
+    expect(r.out).toMatch(/^playwright: 5 passed/m);
     expect(r.code).toBe(1);
   });
 
