@@ -24,8 +24,8 @@ export default defineConfig({
   forbidOnly: !!process.env.CI,
   timeout: 60_000,
   expect: { timeout: 20_000 },
-  // CI also writes a JSON report, from which .ci/run prints a plain "N passed, N failed" line.
-  reporter: process.env.CI ? [['list'], ['json', { outputFile: '.tmp/playwright-report.json' }]] : 'list',
+  // `npm test` (test/run.mjs) adds a JSON report, from which it prints a plain "N passed, N failed" line.
+  reporter: 'list',
   use: {
     browserName: 'chromium',
     headless: true,

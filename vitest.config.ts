@@ -17,9 +17,7 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     env: { LOUPE_LOG_LEVEL: 'SILENT' },
-    // CI also writes a JSON report, from which .ci/run prints a plain "N passed, N failed" line.
-    reporters: process.env.CI
-      ? ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]]
-      : ['default'],
+    // `npm test` (test/run.mjs) adds a JSON report, from which it prints a plain "N passed, N failed" line.
+    reporters: ['default'],
   },
 });

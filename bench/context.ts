@@ -52,9 +52,13 @@ export class BenchContext {
   private orgPromise?: Promise<BenchOrg>;
   private bundlePromise?: Promise<BundleResult[]>;
 
-  constructor(opts: { runs: number }) {
+  /** `bundle`: how the bundles are built into a folder (default bundleFunctions; tests share one build). */
+  constructor(opts: { runs: number; bundle?: (root: string) => Promise<BundleResult[]> }) {
     this.runs = opts.runs;
+    this.bundle = opts.bundle ?? ((root) => bundleFunctions(this.functions, root));
   }
+
+  private readonly bundle: (root: string) => Promise<BundleResult[]>;
 
   /** Environment of the service for this run (also applied to this process for direct calls). */
   serviceEnv(endpoint: string): Record<string, string> {
@@ -102,7 +106,7 @@ export class BenchContext {
   /** Every function bundled once with the deployment settings. */
   bundles(): Promise<BundleResult[]> {
     mkdirSync(this.bundleRoot, { recursive: true });
-    this.bundlePromise ??= bundleFunctions(this.functions, this.bundleRoot);
+    this.bundlePromise ??= this.bundle(this.bundleRoot);
     return this.bundlePromise;
   }
 

@@ -14,7 +14,9 @@ const USAGE = `Loupe operator tool
   npm run -s loupe -- org create --name NAME --admin-email EMAIL [--admin-name NAME] [--json]
   npm run -s loupe -- balance add --user USER_ID --cents N [--json]
   npm run -s loupe -- mcp --url BASE_URL --key API_KEY
-                            a stdio MCP server forwarding to BASE_URL/mcp (e.g. http://localhost:3000/v1)
+                            a stdio MCP server forwarding to BASE_URL/mcp (e.g. http://localhost:3000/v1);
+                            LOUPE_URL and LOUPE_API_KEY instead of the flags; without a checkout:
+                            npx -y <origin>/loupe-mcp.tgz (docs/guides/mcp.md)
 
 Where it works:
   (default)                 the local data directory (LOUPE_DATA_DIR or .data), also while npm start serves it
@@ -91,10 +93,13 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'mcp') {
-    if (!values.url || !values.key) fail('mcp needs --url BASE_URL and --key API_KEY.');
-    if (!URL.canParse(values.url)) fail('--url is not a URL.');
-    const { runBridge } = await import('./mcp-bridge');
-    await runBridge(values.url, values.key);
+    // The same bridge as the loupe-mcp package (infra/mcp-bridge, dependency-free).
+    const url = values.url ?? process.env.LOUPE_URL;
+    const key = values.key ?? process.env.LOUPE_API_KEY;
+    if (!url || !key) fail('mcp needs --url BASE_URL and --key API_KEY (or LOUPE_URL and LOUPE_API_KEY).');
+    if (!URL.canParse(url)) fail('--url is not a URL.');
+    const { runBridge } = await import('../mcp-bridge/bridge.mjs');
+    await runBridge({ url, key });
     return;
   }
   if (command !== 'org create' && command !== 'balance add') fail(`Unknown command: ${command}`);

@@ -28,11 +28,13 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.woff2': 'font/woff2',
   '.json': 'application/json',
+  '.tgz': 'application/gzip',
 };
 
 /**
- * Serves the console on GET/HEAD: `/` and `/index.html` (never cached, so a new build is picked up) and
- * `/assets/<hashed file>` (cached for a year). Answers false for any other path, which the caller handles
+ * Serves the console on GET/HEAD: `/` and `/index.html` (never cached, so a new build is picked up),
+ * `/assets/<hashed file>` (cached for a year) and `/loupe-mcp.tgz` (the stdio MCP bridge package that
+ * `npx -y <origin>/loupe-mcp.tgz` runs, infra/mcp-bridge; never cached). Answers false for any other path, which the caller handles
  * as before (the API's 404 envelope). Routes inside the console are hash routes, so there is no fallback.
  */
 export function serveConsole(
@@ -44,6 +46,7 @@ export function serveConsole(
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   let rel: string;
   if (pathname === '/' || pathname === '/index.html') rel = 'index.html';
+  else if (pathname === '/loupe-mcp.tgz') rel = 'loupe-mcp.tgz';
   else if (pathname === '/favicon.ico') {
     res.writeHead(204, CONSOLE_HEADERS).end();
     return true;
@@ -65,7 +68,7 @@ export function serveConsole(
     ...CONSOLE_HEADERS,
     'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream',
     'Content-Length': body.length,
-    'Cache-Control': rel === 'index.html' ? 'no-cache' : 'public, max-age=31536000, immutable',
+    'Cache-Control': rel.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
   });
   res.end(req.method === 'HEAD' ? undefined : body);
   return true;

@@ -83,8 +83,8 @@ export async function aiProvider(): Promise<AiProvider | null> {
 export function notConfiguredError(): AppError {
   const how =
     config().runtime === 'aws'
-      ? 'Store the API key in the Secrets Manager secret named by LOUPE_OPENAI_SECRET_ARN (aws secretsmanager put-secret-value --secret-id <arn> --secret-string <key>, or a JSON object with OPENAI_API_KEY, OPENAI_BASE_URL and LOUPE_MODEL); running functions pick it up within a minute, and at once after the provider rejects the old key.'
-      : 'Set OPENAI_API_KEY (plus OPENAI_BASE_URL for any other OpenAI-compatible endpoint, and LOUPE_MODEL to choose the model) in the environment and restart Loupe.';
+      ? 'Store the provider in the Secrets Manager secret named by LOUPE_OPENAI_SECRET_ARN: an API key (aws secretsmanager put-secret-value --secret-id <arn> --secret-string <key>), or a JSON object with OPENAI_API_KEY, OPENAI_BASE_URL and LOUPE_MODEL, where OPENAI_BASE_URL alone names a keyless OpenAI-compatible server the functions can reach; running functions pick it up within a minute, and at once after the provider rejects the old key.'
+      : 'Either set OPENAI_API_KEY (OpenAI, or another OpenAI-compatible provider with OPENAI_BASE_URL), or set OPENAI_BASE_URL alone for a keyless OpenAI-compatible server such as Ollama (http://localhost:11434/v1), vLLM or LM Studio; LOUPE_MODEL names the model. Then restart Loupe.';
   return new AppError(503, 'AI_NOT_CONFIGURED', `No AI model provider is configured. ${how}`);
 }
 

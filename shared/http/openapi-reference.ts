@@ -226,7 +226,7 @@ export const OPERATION_DESCRIPTIONS: Record<string, string> = {
   'PATCH /workflows/{id}':
     'A change to the draft needs `expectedDraftRevision` (the revision you read). `isActive: true` publishes the draft as a new version after checking it: errors are 400, warnings 422 until each is echoed in `acknowledgedWarnings`. `isActive: false` removes the schedule and keeps the version.',
   'POST /workflows/{id}/run':
-    'Runs the current draft now, with its actions (real deliveries), and answers the finished run.',
+    'Runs the current draft now, as it is: published or not, unpublished changes included. **Its delivery actions are sent for real** (webhooks are called, email is sent), exactly as a scheduled run would send them; the run (trigger `MANUAL`) is in the history with its attempts. It publishes nothing and does not touch the schedule. To see what the steps return without sending anything, use POST /workflows/{id}/preview; to send one action once, POST /workflows/{id}/actions/{order}/test. Answers the finished run, or the run still RUNNING after LOUPE_MANUAL_RUN_WAIT_MS (20 s).',
   'POST /workflows/{id}/preview':
     'Runs every draft step with at most 100 rows each; sends nothing, creates no run.',
   'POST /workflows/{id}/actions/{order}/test':

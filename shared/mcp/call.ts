@@ -7,6 +7,7 @@ import { config } from '../platform/config';
 import { type AppError, forbidden, internalError, isAppError, validationError } from '../platform/errors';
 import { logger } from '../platform/logger';
 import { prebuiltListing } from './listing';
+import { portable } from './portable';
 import { type ToolDef, type ToolRequest, tools } from './tools';
 
 type Json = Record<string, unknown>;
@@ -14,7 +15,7 @@ type Json = Record<string, unknown>;
 const jsonSchema = (s: z.core.$ZodType, io: 'input' | 'output') => {
   const out = z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
   delete out.$schema;
-  return out;
+  return portable(out) as Json;
 };
 
 /** Output objects stay open to fields added later (a validating client must not reject a newer server). */
@@ -74,10 +75,10 @@ export function buildListings(): Tool[] {
         title: def.title,
         description: def.description,
         inputSchema: inputSchema(def),
-        outputSchema: {
+        outputSchema: portable({
           type: 'object',
           anyOf: [open(jsonSchema(def.output(), 'output')), ErrorOutput],
-        } as Tool['outputSchema'],
+        }) as Tool['outputSchema'],
         annotations: {
           title: def.title,
           readOnlyHint: def.readOnly,
@@ -127,7 +128,11 @@ export function validateArgs(def: ToolDef, args: unknown): ToolRequest {
   const ownShape = shapeOf(def.own);
   for (const k of Object.keys(a))
     if (!(k in def.args) && !(k in ownShape))
-      issues.push({ path: k, message: 'Unknown argument', code: 'unrecognized_keys' });
+      issues.push({
+        path: k,
+        message: def.renamed?.[k] ? `Renamed: use "${def.renamed[k]}"` : 'Unknown argument',
+        code: 'unrecognized_keys',
+      });
   for (const r of def.required ?? [])
     if (a[r] === undefined || a[r] === null)
       issues.push({ path: r, message: 'Required', code: 'invalid_type' });

@@ -6,9 +6,10 @@ import * as connectionsApi from '../connections/api';
 import * as dashboardsApi from '../dashboards/api';
 import type { EndpointSpec } from '../http/endpoint';
 import type { Pagination } from '../http/envelope';
+import { describe } from '../http/schemas';
 import * as metricsApi from '../metrics/api';
 import * as savedQueriesApi from '../saved-queries/api';
-import { listText, recordText, resultText } from './render';
+import { type ColumnFormat, count, listText, type Noun, recordText, resultText, words } from './render';
 
 /**
  * The MCP tools. Each is a client of one REST operation (`endpoint`): it takes that operation's scope,
@@ -38,6 +39,8 @@ export interface ToolDef {
   own?: z.ZodMiniObject<any>;
   /** Arguments required here although optional in the REST schema. */
   required?: string[];
+  /** Former argument names → the current ones (a call with the old name is refused naming the new one). */
+  renamed?: Record<string, string>;
   /** REST request fields the tool sets itself (a list's page and page size). */
   fixed?: Partial<Record<Part, Record<string, unknown>>>;
   readOnly: boolean;
@@ -75,11 +78,16 @@ async function allPages<T>(
 function listTool(
   def: Omit<ToolDef, 'output' | 'run' | 'text' | 'readOnly' | 'fixed'> & {
     key: string;
+    noun: Noun;
     columns: string[];
+    /** Columns whose values are lists or objects, said in words. */
+    formats?: Record<string, ColumnFormat>;
+    /** The table's rows for one item (default: the item itself), e.g. one row per widget of a dashboard. */
+    rows?: (item: any) => Record<string, unknown>[];
     list: (ctx: AuthContext, query: any) => Promise<{ data: any[]; pagination: Pagination }>;
   },
 ): ToolDef {
-  const { key, columns, list, ...rest } = def;
+  const { key, noun, columns, formats, rows, list, ...rest } = def;
   return {
     ...rest,
     readOnly: true,
@@ -96,11 +104,13 @@ function listTool(
     },
     text: (d) =>
       listText(
-        key.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`),
-        d[key],
+        noun,
+        rows ? d[key].flatMap(rows) : d[key],
         columns,
         d.total,
         d.truncated,
+        formats,
+        d[key].length,
       ),
   };
 }
@@ -135,6 +145,25 @@ const SearchSchemaResult = () =>
 
 const schemaModule = () => import('../connections/schema');
 
+const TABLES: Noun = { one: 'table', many: 'tables' };
+
+/** A saved query's parameter in words: `min (number)`, `since (date, optional, default 2024-01-01)`. */
+const parameterWords = (p: { name: string; type: string; required?: boolean; default?: unknown }) =>
+  `${p.name} (${[p.type, p.required === false ? 'optional' : '', p.default !== undefined && p.default !== null ? `default ${p.default}` : ''].filter(Boolean).join(', ')})`;
+
+/** Saved queries hold their parameters as an array, or as a string holding the JSON array. */
+function parameterList(v: unknown): string {
+  let list = v;
+  if (typeof v === 'string') {
+    try {
+      list = JSON.parse(v);
+    } catch {
+      return v;
+    }
+  }
+  return Array.isArray(list) ? words(list.map(parameterWords)) : String(v);
+}
+
 export const tools: ToolDef[] = [
   listTool({
     name: 'list_connections',
@@ -144,6 +173,7 @@ export const tools: ToolDef[] = [
     endpoint: connectionsApi.listConnections,
     args: {},
     key: 'connections',
+    noun: { one: 'connection', many: 'connections' },
     columns: ['id', 'name', 'type', 'database', 'isActive', 'readOnly'],
     list: async (ctx, q) => (await import('../connections/connections')).listConnections(ctx, q),
   }),
@@ -190,7 +220,7 @@ export const tools: ToolDef[] = [
     text: (d) =>
       d.tables.length
         ? [
-            `${d.tables.length} of ${d.totalTables} tables match "${d.query}", best first:`,
+            `${d.tables.length} of ${count(d.totalTables, TABLES)} match${d.tables.length === 1 ? 'es' : ''} "${d.query}", best first:`,
             ...d.tables.map(
               (t: any) =>
                 `- ${t.name}(${t.columns.map((c: any) => `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}`).join(', ')})` +
@@ -202,7 +232,7 @@ export const tools: ToolDef[] = [
                   .join(''),
             ),
           ].join('\n')
-        : `No table of the ${d.totalTables} matches "${d.query}".`,
+        : `None of ${count(d.totalTables, TABLES)} matches "${d.query}".`,
   },
   {
     name: 'run_query',
@@ -257,7 +287,19 @@ export const tools: ToolDef[] = [
     endpoint: savedQueriesApi.listSavedQueries,
     args: { connectionId: ['query', 'connectionId'], tags: ['query', 'tags'] },
     key: 'savedQueries',
+    noun: { one: 'saved query', many: 'saved queries' },
     columns: ['id', 'name', 'connectionId', 'description', 'parameters', 'tags'],
+    formats: {
+      parameters: parameterList,
+      tags: (t) =>
+        words(
+          Array.isArray(t)
+            ? t
+            : String(t)
+                .split(/\s*,\s*/)
+                .filter(Boolean),
+        ),
+    },
     list: async (ctx, q) => (await import('../saved-queries/saved-queries')).listSavedQueries(ctx, q),
   }),
   {
@@ -281,6 +323,7 @@ export const tools: ToolDef[] = [
     endpoint: metricsApi.listMetrics,
     args: {},
     key: 'metrics',
+    noun: { one: 'metric', many: 'metrics' },
     columns: ['id', 'name', 'unit', 'connectionId', 'description'],
     list: async (ctx, q) => (await import('../metrics/metrics')).listMetrics(ctx, q),
   }),
@@ -305,21 +348,39 @@ export const tools: ToolDef[] = [
     endpoint: dashboardsApi.listDashboards,
     args: {},
     key: 'dashboards',
-    columns: ['id', 'title', 'description', 'widgets'],
+    noun: { one: 'dashboard', many: 'dashboards' },
+    // One row per widget, with both ids get_widget_data takes.
+    columns: ['dashboard', 'dashboardId', 'widget', 'type', 'widgetId'],
+    rows: (d) =>
+      d.widgets.length
+        ? d.widgets.map((w: any) => ({
+            dashboard: d.title,
+            dashboardId: d.id,
+            widget: w.title,
+            type: w.type,
+            widgetId: w.id,
+          }))
+        : [{ dashboard: d.title, dashboardId: d.id, widget: '(no widgets)' }],
     list: async (ctx, q) => (await import('../dashboards/dashboards')).listDashboards(ctx, q),
   }),
   {
     name: 'get_widget_data',
     title: 'Get widget data',
     description:
-      'A dashboard widget\'s data: the result of its query (from the widget cache when fresh; refresh "true" runs it now and replaces the cached result).',
+      "A dashboard widget's data: the result of its query, from the widget cache when fresh; refresh: true runs the query now and replaces the cached result.",
     endpoint: dashboardsApi.getWidgetData,
-    args: { dashboardId: ['params', 'id'], widgetId: ['params', 'widgetId'], refresh: ['query', 'refresh'] },
+    args: { dashboardId: ['params', 'id'], widgetId: ['params', 'widgetId'] },
+    // A boolean here (the REST query parameter is the text "true" or "false").
+    own: z.object({
+      refresh: z.optional(
+        describe(z.boolean(), 'true runs the query now and replaces the cached result (default false)'),
+      ),
+    }),
     readOnly: true,
     output: () => responseOf(dashboardsApi.getWidgetData),
     run: async (ctx, req) =>
       (await import('../dashboards/widgets')).widgetData(ctx, req.params.id, req.params.widgetId, {
-        refresh: req.query.refresh === 'true',
+        refresh: req.own.refresh === true,
       }) as never,
     text: (d) => resultText(d, [d.cached ? `From the widget cache (${d.cachedAt}).` : 'Fresh result.']),
   },
@@ -327,9 +388,11 @@ export const tools: ToolDef[] = [
     name: 'submit_for_approval',
     title: 'Submit a query for approval',
     description:
-      'Submits a statement (a write, or a read that needs review) for human approval. It never runs now: an approver runs it later (writes only on connections with readOnly false). Answers the pending query; where a rule approves reads automatically, a read is approved and run at once.',
+      'Submits one SQL statement (sql: a write, or a read that needs review) for human approval. It never runs now: an approver runs it later (writes only on connections with readOnly false). Answers the pending query; where a rule approves reads automatically, a read is approved and run at once.',
     endpoint: approvalsApi.submitQuery,
-    args: { connectionId: ['body', 'connectionId'], query: ['body', 'query'], context: ['body', 'context'] },
+    // `sql` as in run_query (the REST body calls it `query`); the former argument name is refused naming it.
+    args: { connectionId: ['body', 'connectionId'], sql: ['body', 'query'], context: ['body', 'context'] },
+    renamed: { query: 'sql' },
     readOnly: false,
     output: () => responseOf(approvalsApi.submitQuery),
     run: async (ctx, req) => (await import('../approvals/approvals')).submitQuery(ctx, req.body) as never,

@@ -226,7 +226,7 @@ export const runWorkflow = endpoint({
   tag,
   scope,
   summary:
-    'Run the current draft now, including its actions (real deliveries); the run as it stands after at most 20 s: finished, or RUNNING while it goes on',
+    'Run the current draft now, published or not, sending its actions for real; the run as it stands after at most 20 s: finished, or RUNNING while it goes on',
   params: IdParams,
   status: 201,
   response: WorkflowRun,

@@ -2,8 +2,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { coldStart } from '../../bench/cold-start';
 import { BenchContext } from '../../bench/context';
 import { functionEntries } from '../../infra/functions';
+import { sharedBundles } from '../support/bundles';
 
-const ctx = new BenchContext({ runs: 1 });
+// The bundles are the run's shared build (test/support/bundles.ts), copied into the bench's folder.
+const ctx = new BenchContext({ runs: 1, bundle: sharedBundles });
 afterAll(() => ctx.close());
 
 /**

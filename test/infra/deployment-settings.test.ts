@@ -5,11 +5,11 @@ import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleFunctions } from '../../infra/bundling';
 import { bundleDirOf, functionEntries } from '../../infra/functions';
 import { readDeploymentSettings } from '../../infra/settings';
 import { CA_BUNDLE_FILE, LoupeStack } from '../../infra/stack';
 import { runsInVpc } from '../../shared/platform/needs';
+import { sharedBundles } from '../support/bundles';
 
 const functions = functionEntries();
 const read = (ctx: Record<string, unknown>, cwd?: string) =>
@@ -105,7 +105,7 @@ describe('a stack with every deployment setting', () => {
 
   beforeAll(async () => {
     bundleRoot = mkdtempSync(join(tmpdir(), 'loupe-bundles-'));
-    await bundleFunctions(functions, bundleRoot);
+    await sharedBundles(bundleRoot); // built once per run for every test file that needs them
     const { stackName, ...settings } = read({
       stackName: 'LoupeProd',
       vpcId: 'vpc-0123456789abcdef0',

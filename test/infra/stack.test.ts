@@ -19,6 +19,7 @@ import { groupFor, type HttpGroup, httpGroups } from '../../shared/http/groups';
 import { mainTable } from '../../shared/platform/db/table';
 import type { WorkerDef } from '../../shared/platform/workers';
 import { secretContext as webhookSecretContext } from '../../shared/webhooks/signing';
+import { sharedBundles } from '../support/bundles';
 
 // The manifests may not yet declare a streaming group, a queue worker or a scheduled worker; these
 // fixtures make sure the stack's handling of each is synthesized and checked regardless.
@@ -81,7 +82,9 @@ beforeAll(async () => {
   // Routing reads the manifest (groupFor), so the fixture group joins it for this test process.
   httpGroups.push(streamGroup);
   bundleRoot = mkdtempSync(join(tmpdir(), 'loupe-bundles-'));
-  await bundleFunctions(all, bundleRoot);
+  // The manifest's bundles are built once per run (test/support/bundles.ts); the fixtures here.
+  await sharedBundles(bundleRoot);
+  await bundleFunctions(fixtures, bundleRoot);
   // A stand-in for console/dist (the stack only uploads the folder).
   consoleDir = mkdtempSync(join(tmpdir(), 'loupe-console-dist-'));
   mkdirSync(join(consoleDir, 'assets'));

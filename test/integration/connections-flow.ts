@@ -186,7 +186,7 @@ export function connectionFlow(get: () => { s: TestServer; db: FlowDb }) {
       tables: [db.orders],
       tableCount: 1,
     });
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 45_000;
     let list: any[] = [];
     while (Date.now() < deadline) {
       list = (await s.call('GET', `/connections/${id}/annotations?table=${encodeURIComponent(db.orders)}`))

@@ -18,6 +18,7 @@ import type { ConnectionTarget } from '../../shared/databases/drivers/types';
 import { runReadOnly } from '../../shared/databases/run';
 import { resetConfig } from '../../shared/platform/config';
 import { failure } from '../support/drivers';
+import { waitFor } from '../support/wait';
 
 // Files live in the organization's folder `<LOUPE_SQLITE_ROOT>/org-a/`; S3 objects under `<bucket>/org-a/`.
 const root = mkdtempSync(join(tmpdir(), 'loupe-drv-sqlite-'));
@@ -247,14 +248,17 @@ describe('SQLite read-only enforcement (every attempt leaves the file unchanged)
             return false;
           }
         });
-    const before = children().length;
+    // Other drivers' children may come and go meanwhile (their own idle timers): this driver's child is
+    // the one that appears with its first query, and it is followed by its pid.
+    const before = new Set(children());
     const d = sqliteDriver(target({ id: 'sqlite-idle' }), { idleMs: 300 });
     const opts = { maxRows: 10, maxBytes: 1 << 20, timeoutMs: 5_000 };
     expect((await d.query('SELECT count(*) AS n FROM items', opts)).rows).toEqual([{ n: 30 }]);
-    expect(children().length).toBe(before + 1);
-    await new Promise((r) => setTimeout(r, 800));
-    expect(children().length).toBe(before);
+    const mine = children().filter((pid) => !before.has(pid));
+    expect(mine).toHaveLength(1);
+    await waitFor('the idle child to exit', async () => !children().includes(mine[0]));
     expect((await d.query('SELECT count(*) AS n FROM items', opts)).rows).toEqual([{ n: 30 }]);
+    expect(children().filter((pid) => !before.has(pid) && pid !== mine[0])).toHaveLength(1);
     await d.close();
   });
 

@@ -118,7 +118,7 @@ describe('health checks', () => {
     const at = slotOf(new Date().toISOString());
     const queued = await fanOutHealthChecks(at);
     expect(queued).toBeGreaterThanOrEqual(1);
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 45_000;
     while (Date.now() < deadline && (await item(id))?.lastHealthSlot !== at)
       await new Promise((ok) => setTimeout(ok, 200));
     const rec = await item(id);

@@ -12,6 +12,7 @@ import { generateKey } from '../../shared/auth/key-material';
 import { type ChatEvent, parseSse } from '../../shared/chat/sse';
 import { createPostgresDatabase, postgresAdmin, postgresConnection } from '../support/connections';
 import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
+import { earlyInRateWindow, waitFor } from '../support/wait';
 
 /**
  * The local runtime with two handler instances (worker threads listening on one port with
@@ -87,7 +88,12 @@ describe('local runtime with 2 handler instances', () => {
     const from = logs.length;
     const answers: Answer[] = [];
     for (let i = 0; i < 200 && answeredBy(from, path, status).size < 2; i++) answers.push(await fn());
-    await new Promise((r) => setTimeout(r, 50)); // the last log lines cross from the threads
+    // The last log lines cross from the threads.
+    await waitFor(
+      `log lines of both instances for ${path}`,
+      async () => answeredBy(from, path, status).size === 2,
+      10_000,
+    ).catch(() => {});
     expect(answeredBy(from, path, status)).toEqual(new Set(['1', '2']));
     return answers;
   }
@@ -215,8 +221,7 @@ describe('local runtime with 2 handler instances', () => {
   it('shares one organization rate limit: never more than the limit answered across both instances', async () => {
     const org = await createOrganization({ name: 'limited', adminEmail: 'admin@limited.example' });
     // Fixed one-minute windows: start early in one so that every call below shares it.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 15_000) await new Promise((r) => setTimeout(r, left + 50));
+    await earlyInRateWindow(35_000);
     const from = logs.length;
     const statuses: number[] = [];
     const batch = async () => {
@@ -232,7 +237,11 @@ describe('local runtime with 2 handler instances', () => {
     expect(ok).toBeLessThanOrEqual(ORG_LIMIT);
     expect(ok).toBeGreaterThanOrEqual(ORG_LIMIT / 2);
     expect(statuses.filter((s) => s === 429).length).toBe(250 - ok);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(
+      'log lines of both instances',
+      async () => answeredBy(from, '/connections', 200).size === 2,
+      10_000,
+    ).catch(() => {});
     expect(answeredBy(from, '/connections', 200)).toEqual(new Set(['1', '2']));
     expect(answeredBy(from, '/connections', 429).size).toBeGreaterThan(0);
   });

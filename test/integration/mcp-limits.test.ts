@@ -9,15 +9,12 @@ import { createConnection, placeSqlite } from '../support/connections';
 import { completions, type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
 import { callTool, mcpClient, mcpPost, textOf } from '../support/mcp';
 import { startTestServer, type TestServer } from '../support/server';
+import { earlyInRateWindow } from '../support/wait';
 
 const ORG_LIMIT = 12;
 const AI_LIMIT = 2;
 
-/** Fixed one-minute windows: start the calls of a test early in a window so they all share it. */
-async function earlyInWindow() {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 15_000) await new Promise((r) => setTimeout(r, left + 50));
-}
+const earlyInWindow = () => earlyInRateWindow();
 
 /**
  * The REST limits through MCP: the organization's request limit and the AI limit answer RATE_LIMITED

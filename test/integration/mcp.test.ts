@@ -1,8 +1,13 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { CONSOLE_DIR } from '../../infra/local/console';
 import { createOrganization } from '../../shared/auth/bootstrap';
 import { mariadbAdmin, openTestDatabases, type TestDatabases } from '../support/connections';
 import { completions, type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
@@ -186,7 +191,39 @@ describe('MCP endpoint', () => {
       expect(ask.annotations?.readOnlyHint).toBe(false);
       const submit = tools.find((t) => t.name === 'submit_for_approval')!;
       expect(submit.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
-      expect(Object.keys(submit.inputSchema.properties ?? {})).toEqual(['connectionId', 'query', 'context']);
+      expect(Object.keys(submit.inputSchema.properties ?? {})).toEqual(['connectionId', 'sql', 'context']);
+      expect(submit.inputSchema.required).toEqual(['connectionId', 'sql']);
+      const widget = tools.find((t) => t.name === 'get_widget_data')!;
+      expect(widget.inputSchema.properties?.refresh).toMatchObject({ type: 'boolean' });
+      expect(widget.inputSchema.required).toEqual(['dashboardId', 'widgetId']);
+      // Portable schemas (the MCP Inspector's --strict check): no `type` array anywhere, no schema that
+      // constrains nothing (a nullable field is `anyOf` of one-type branches).
+      const problems: string[] = [];
+      const walk = (node: unknown, path: string, key?: string) => {
+        if (typeof node === 'boolean') {
+          if (key !== 'additionalProperties') problems.push(`${path}: bare ${node}`);
+          return;
+        }
+        if (!node || typeof node !== 'object') return;
+        const n = node as Record<string, unknown>;
+        if (Array.isArray(n.type)) problems.push(`${path}: type ${JSON.stringify(n.type)}`);
+        const annotations = ['title', 'description', 'default', 'examples'];
+        if (key !== 'not' && !Object.keys(n).some((k) => !annotations.includes(k)))
+          problems.push(`${path}: constrains nothing`);
+        for (const [k, v] of Object.entries(n)) {
+          if (['properties', '$defs', 'patternProperties'].includes(k))
+            for (const [name, sub] of Object.entries(v as object)) walk(sub, `${path}.${k}.${name}`, k);
+          else if (['anyOf', 'oneOf', 'allOf', 'prefixItems'].includes(k))
+            for (const [i, sub] of (v as unknown[]).entries()) walk(sub, `${path}.${k}[${i}]`, k);
+          else if (['items', 'additionalProperties', 'not', 'contains'].includes(k))
+            walk(v, `${path}.${k}`, k);
+        }
+      };
+      for (const t of tools) {
+        walk(t.inputSchema, `${t.name}.inputSchema`);
+        walk(t.outputSchema, `${t.name}.outputSchema`);
+      }
+      expect(problems).toEqual([]);
       const search = tools.find((t) => t.name === 'search_schema')!;
       expect(Object.keys(search.inputSchema.properties ?? {})).toEqual(['connectionId', 'query', 'limit']);
     });
@@ -305,6 +342,8 @@ describe('MCP endpoint', () => {
         truncated: false,
       });
       expect(textOf(r)).toContain(`| ${lite()} | lite | SQLITE |`);
+      expect(textOf(r)).toMatch(new RegExp(`${viaRest.meta.pagination.total} connections in all\\.$`));
+      expect(textOf(r)).not.toMatch(/[[{]"/);
     });
 
     it('list_saved_queries and run_saved_query', async () => {
@@ -321,6 +360,12 @@ describe('MCP endpoint', () => {
       const viaRest = await rest('GET', `/saved-queries?connectionId=${lite()}&tags=mcp&pageSize=100`);
       expect(listed.structuredContent.savedQueries).toEqual(viaRest.data);
       expect(listed.structuredContent.savedQueries.map((q: any) => q.id)).toEqual([created.id]);
+      // The text says the parameters and tags in words, not as JSON, and counts in the singular.
+      const listedText = textOf(listed);
+      expect(listedText).toContain(`| by id ${suffix} | ${lite()} |`);
+      expect(listedText).toContain('| id (integer) | mcp, test |');
+      expect(listedText).toMatch(/\n\n1 saved query in all\.$/);
+      expect(listedText).not.toMatch(/[[{]"/);
       const run = await callTool(mcp, 'run_saved_query', { id: created.id, params: { id: 2 } });
       expect(run.isError, textOf(run)).toBeFalsy();
       const runRest = (await rest('POST', `/saved-queries/${created.id}/run`, { params: { id: 2 } })).data;
@@ -376,6 +421,13 @@ describe('MCP endpoint', () => {
       expect(listed.structuredContent.dashboards).toEqual(
         (await rest('GET', '/dashboards?pageSize=100')).data,
       );
+      // One row per widget with both ids get_widget_data takes; no widget JSON in the table.
+      const listedText = textOf(listed);
+      expect(listedText).toContain('| dashboard | dashboardId | widget | type | widgetId |');
+      expect(listedText).toContain(`| Items ${suffix} | ${dash.id} | All items | TABLE | ${widget.id} |`);
+      expect(listedText).not.toMatch(/[[{]"/);
+      const count = listed.structuredContent.total;
+      expect(listedText).toMatch(new RegExp(`\\n\\n${count} dashboards? in all\\.$`));
       const viaRest = (await rest('GET', `/dashboards/${dash.id}/widgets/${widget.id}/data`)).data;
       const data = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: widget.id });
       expect(data.isError, textOf(data)).toBeFalsy();
@@ -385,7 +437,8 @@ describe('MCP endpoint', () => {
         cached: true,
         cachedAt: data.structuredContent.cachedAt,
       });
-      // refresh "true" skips the widget cache: a row added since shows at once and becomes the cached answer.
+      // refresh: true (a JSON boolean) skips the widget cache: a row added since shows at once and becomes
+      // the cached answer.
       dbs.sqlite.exec(`INSERT INTO ${T} (id, name) VALUES (99, 'added later')`);
       const cached = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: widget.id });
       expect(cached.structuredContent.cached).toBe(true);
@@ -393,19 +446,30 @@ describe('MCP endpoint', () => {
       const fresh = await callTool(mcp, 'get_widget_data', {
         dashboardId: dash.id,
         widgetId: widget.id,
-        refresh: 'true',
+        refresh: true,
       });
       expect(fresh.structuredContent.cached).toBe(false);
       expect(fresh.structuredContent.rows).toEqual([...ROWS, { id: 99, name: 'added later' }]);
       const after = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: widget.id });
       expect(after.structuredContent).toMatchObject({ cached: true, rows: fresh.structuredContent.rows });
       dbs.sqlite.exec(`DELETE FROM ${T} WHERE id = 99`);
-      const bad = await callTool(mcp, 'get_widget_data', {
+      expect(textOf(fresh)).toContain('Fresh result.');
+      const notFresh = await callTool(mcp, 'get_widget_data', {
         dashboardId: dash.id,
         widgetId: widget.id,
-        refresh: 'yes',
+        refresh: false,
       });
-      expect(bad.isError).toBe(true);
+      expect(notFresh.structuredContent).toMatchObject({ cached: true });
+      expect(textOf(notFresh)).toContain('From the widget cache');
+      for (const refresh of ['yes', 'true', 1]) {
+        const bad = await callTool(mcp, 'get_widget_data', {
+          dashboardId: dash.id,
+          widgetId: widget.id,
+          refresh,
+        });
+        expect(bad.isError, String(refresh)).toBe(true);
+        expect(bad.structuredContent.error.details.issues[0].path).toBe('refresh');
+      }
       const missing = await callTool(mcp, 'get_widget_data', { dashboardId: dash.id, widgetId: 'nope' });
       expect(missing.structuredContent.error.code).toBe('NOT_FOUND');
     });
@@ -414,17 +478,21 @@ describe('MCP endpoint', () => {
       const pg = conn.POSTGRES;
       const sql = `UPDATE ${T} SET name = 'approved?' WHERE id = 1`;
       // On a read-only connection a write cannot even be submitted: the REST 400.
-      const refused = await callTool(mcp, 'submit_for_approval', { connectionId: pg, query: sql });
+      const refused = await callTool(mcp, 'submit_for_approval', { connectionId: pg, sql });
       const refusedRest = await s.call('POST', '/queries/submit', { body: { connectionId: pg, query: sql } });
       expect(refused.isError).toBe(true);
       expect(refused.structuredContent.error).toEqual(refusedRest.body.error);
       await rest('PATCH', `/connections/${pg}`, { readOnly: false });
       try {
-        const r = await callTool(mcp, 'submit_for_approval', {
-          connectionId: pg,
-          query: sql,
-          context: 'rename',
+        // The former argument name is refused, naming the current one.
+        const old = await callTool(mcp, 'submit_for_approval', { connectionId: pg, query: sql });
+        expect(old.isError).toBe(true);
+        expect(old.structuredContent.error.details.issues).toContainEqual({
+          path: 'query',
+          message: 'Renamed: use "sql"',
+          code: 'unrecognized_keys',
         });
+        const r = await callTool(mcp, 'submit_for_approval', { connectionId: pg, sql, context: 'rename' });
         expect(r.isError, textOf(r)).toBeFalsy();
         expect(r.structuredContent).toMatchObject({
           status: 'PENDING',
@@ -516,6 +584,55 @@ describe('MCP endpoint', () => {
     }, 60_000);
   });
 
+  describe('the loupe-mcp package, run the way docs/guides/mcp.md says (npx on the served tarball)', () => {
+    let home: string;
+    beforeAll(() => {
+      // `npm run build:console` (which npm test runs first) packs it; packed here when only this file runs.
+      if (!existsSync(join(CONSOLE_DIR, 'loupe-mcp.tgz')))
+        execFileSync('node', ['infra/mcp-bridge/pack.mjs'], { stdio: 'ignore' });
+      // A folder outside any checkout, with an empty npm cache: npx must fetch the package from the server.
+      home = mkdtempSync(join(tmpdir(), 'loupe-npx-'));
+    });
+    afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+    it('npx -y <origin>/loupe-mcp.tgz with LOUPE_URL and LOUPE_API_KEY: the same tools, a query over stdio', async () => {
+      const origin = s.url.replace(/\/v1$/, '');
+      const client = new Client({ name: 'loupe-npx-test', version: '1.0.0' });
+      const transport = new StdioClientTransport({
+        command: 'npx',
+        args: ['-y', `${origin}/loupe-mcp.tgz`],
+        cwd: home,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: home,
+          npm_config_cache: join(home, 'npm-cache'),
+          npm_config_update_notifier: 'false',
+          LOUPE_URL: s.url,
+          LOUPE_API_KEY: s.adminKey,
+        },
+        stderr: 'pipe',
+      });
+      try {
+        await client.connect(transport);
+        expect(client.getServerVersion()).toMatchObject({ name: 'loupe' });
+        expect((await client.listTools()).tools).toEqual((await mcp.listTools()).tools);
+        const r = await callTool(client, 'run_query', {
+          connectionId: conn.SQLITE,
+          sql: `SELECT * FROM ${T}`,
+        });
+        expect(r.structuredContent.rows).toEqual(ROWS);
+        const refused = await callTool(client, 'run_query', {
+          connectionId: conn.SQLITE,
+          sql: `DELETE FROM ${T}`,
+        });
+        expect(refused.structuredContent.error.code).toBe('READ_ONLY_VIOLATION');
+      } finally {
+        await client.close();
+      }
+      expect(await readBack('SQLITE')).toEqual(ROWS);
+    }, 120_000);
+  });
+
   describe('who may do what', () => {
     let outsiderKey: string;
     let memberKey: string;
@@ -553,7 +670,7 @@ describe('MCP endpoint', () => {
         expect(read.code).toBe(-32002);
         const submit = await callTool(client, 'submit_for_approval', {
           connectionId: conn[type],
-          query: `DELETE FROM ${T}`,
+          sql: `DELETE FROM ${T}`,
         });
         expect(submit.structuredContent.error.code).toBe('NOT_FOUND');
         expect(await readBack(type)).toEqual(ROWS);
@@ -659,9 +776,11 @@ describe('MCP endpoint', () => {
         ['search_schema', { connectionId: conn.SQLITE, query: 'items', limit: 51 }, 'limit'],
         ['search_schema', { connectionId: conn.SQLITE }, 'query'],
         ['get_widget_data', { dashboardId: 'x'.repeat(201), widgetId: 'w' }, 'dashboardId'],
+        ['get_widget_data', { dashboardId: 'd', widgetId: 'w', refresh: 'true' }, 'refresh'],
+        ['submit_for_approval', { connectionId: conn.SQLITE }, 'sql'],
         [
           'submit_for_approval',
-          { connectionId: conn.SQLITE, query: 'SELECT 1', context: 'c'.repeat(2001) },
+          { connectionId: conn.SQLITE, sql: 'SELECT 1', context: 'c'.repeat(2001) },
           'context',
         ],
         ['list_saved_queries', { tags: '' }, 'tags'],

@@ -234,19 +234,18 @@ describe('sendOutbound', () => {
     const err = await sendOutbound({ url: target.url, method: 'GET', timeoutMs: 400 }).catch((e) => e);
     expect(err).toBeInstanceOf(OutboundFailed);
     expect(err.kind).toBe('TIMEOUT');
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
-    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(350); // never early (load can only make it later)
 
+    // A body that keeps coming never ends an idle timer: only a total timeout ends this call (without
+    // one it would run until the test's own timeout).
     target.setHandler((_req, res) => {
       res.writeHead(200);
       const timer = setInterval(() => res.write('x'), 50);
       res.on('close', () => clearInterval(timer));
     });
-    const t1 = Date.now();
     const slow = await sendOutbound({ url: target.url, method: 'GET', timeoutMs: 600 }).catch((e) => e);
     expect(slow).toBeInstanceOf(OutboundFailed);
     expect(slow.kind).toBe('TIMEOUT');
-    expect(Date.now() - t1).toBeLessThan(3000);
   });
 
   it('reads the response body only up to the bound (default 64 KiB)', async () => {

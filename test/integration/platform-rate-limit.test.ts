@@ -5,14 +5,11 @@ import { maxSliceOf, SharedRateLimiter } from '../../shared/http/rate-limit';
 import { documentClient } from '../../shared/platform/db/client';
 import { db } from '../../shared/platform/db/store';
 import { startTestServer, type TestServer } from '../support/server';
+import { earlyInRateWindow } from '../support/wait';
 
 const LIMIT = 8;
 
-/** Fixed one-minute windows: start the calls of a test early in a window so they all share it. */
-async function earlyInWindow() {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 8_000) await new Promise((r) => setTimeout(r, left + 50));
-}
+const earlyInWindow = () => earlyInRateWindow();
 
 describe('organization rate limit (counted in the shared store alongside authentication)', () => {
   let s: TestServer;

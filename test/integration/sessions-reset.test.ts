@@ -18,7 +18,7 @@ const opts = (over: Partial<QueryOptions> = {}): QueryOptions => ({
   kind: 'select',
   ...over,
 });
-const eventually = async (check: () => Promise<boolean>, ms = 2_000) => {
+const eventually = async (check: () => Promise<boolean>, ms = 15_000) => {
   const until = Date.now() + ms;
   while (!(await check()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   return check();
@@ -110,8 +110,16 @@ describe('PostgreSQL: DISCARD ALL before a pooled client is reused', () => {
 
   it('the lock was really held by the session during the read (the test can fail)', async () => {
     const driver = await driverFor(target('held'));
-    const during = driver.query(`SELECT ${PLPGSQL_FN}(${KEY + 3}) AS x, pg_sleep(0.3) AS s`, opts());
-    expect(await eventually(async () => (await heldLocks()) > 0, 2_000)).toBe(true);
+    // Watched until the read ends (2 s of sleep under the lock: a loaded machine's slow polls still see it).
+    let ended = false;
+    const during = driver.query(`SELECT ${PLPGSQL_FN}(${KEY + 3}) AS x, pg_sleep(2) AS s`, opts());
+    const end = () => {
+      ended = true;
+    };
+    during.then(end, end);
+    let seen = false;
+    while (!ended && !seen) seen = (await heldLocks()) > 0;
+    expect(seen).toBe(true);
     await during;
     expect(await eventually(async () => (await heldLocks()) === 0)).toBe(true);
   });

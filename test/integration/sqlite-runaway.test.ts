@@ -1,11 +1,13 @@
 /**
  * A SQLite query that never ends, against the real local server (`npm start`'s entry point, spawned as
- * a child process): 504 at the statement timeout, then the server's process tree back near idle within
- * 2 s, then a clean stop on SIGTERM within 10 s.
+ * a child process): 504 at the statement timeout, then its SQLite process gone and the server's process
+ * tree back near idle, then a clean stop on SIGTERM while another runaway runs. What is asserted is what
+ * happened (processes, CPU seconds used, exit status), never how long it took: the machine may be loaded.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processTree, type SpawnedServer, spawnLocalServer } from '../support/spawned-server';
+import { waitFor } from '../support/wait';
 
 const TICKS = 100; // USER_HZ on Linux
 
@@ -47,7 +49,7 @@ describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real 
   let server: SpawnedServer | undefined;
   afterAll(() => server?.kill());
 
-  it('504, then CPU near idle within 2 s, then SIGTERM stops the server within 10 s', async () => {
+  it('504, then its process gone and CPU near idle, then SIGTERM stops the server cleanly', async () => {
     // Ready when the demo connection is registered (the demo database is created on the first start).
     let demoId: string | undefined;
     server = await spawnLocalServer(
@@ -74,23 +76,24 @@ describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real 
     const call = server.call;
 
     const sql = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r';
-    const started = Date.now();
     const answer = call('POST', `/connections/${demoId}/query`, { sql });
-    // While it runs, the query really burns a core (so the idle check below can fail).
-    // (On a machine shared with other work it gets less than a whole core, but clearly more than idle.)
-    await new Promise((r) => setTimeout(r, 1_000));
-    const busy = await cpuOver(pid, 2_000);
-    expect(busy).toBeGreaterThan(0.2);
+    // While it runs, the query's own SQLite process keeps using CPU (so the idle check below can fail).
+    // How much depends on what else the machine runs: only that it uses some is asserted.
+    const [runaway] = await waitFor('the SQLite process', async () => {
+      const found = sqliteProcesses(pid);
+      return found.length ? found : undefined;
+    });
+    const spent = treeCpuSeconds(runaway);
+    await waitFor('the runaway to use CPU', async () => treeCpuSeconds(runaway) > spent + 0.05);
     expect(sqliteProcesses(pid)).toHaveLength(1);
     const res = await answer;
     expect(res.status).toBe(504);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('QUERY_TIMEOUT');
-    expect(Date.now() - started).toBeLessThan(40_000);
 
-    // Within 2 s of the answer the statement's process is gone and the process tree is back near idle
-    // (what remains is the server finishing the request: history write, logs).
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(sqliteProcesses(pid)).toEqual([]);
+    // After the answer the statement's process is gone and the process tree is back near idle (load
+    // elsewhere can only lower this process tree's share of the CPU, never raise it).
+    await waitFor('the SQLite process to end', async () => sqliteProcesses(pid).length === 0);
+    await new Promise((r) => setTimeout(r, 1_000)); // the server finishes the request: history write, logs
     const idle = await cpuOver(pid, 1_000);
     expect(idle).toBeLessThan(0.15);
 
@@ -102,15 +105,14 @@ describe.skipIf(process.platform !== 'linux')('SQLite runaway query on the real 
 
     // A new runaway query is running when SIGTERM arrives: the server still stops cleanly and quickly.
     const pendingAnswer = call('POST', `/connections/${demoId}/query`, { sql }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 1_000));
-    const stopAt = Date.now();
+    await waitFor('the second runaway', async () => sqliteProcesses(pid).length === 1);
     server.process.kill('SIGTERM');
+    // The drain (2 s) cuts the runaway; the bound here only keeps a hung stop from hanging the test.
     const result = await Promise.race([
       exited,
-      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000)),
+      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 45_000)),
     ]);
     expect(result, output()).toEqual({ code: 0, signal: null });
-    expect(Date.now() - stopAt).toBeLessThan(10_000);
     await pendingAnswer;
     // No SQLite process outlived the server.
     expect(treeCpuSeconds(pid)).toBe(0);

@@ -17,8 +17,9 @@ describe('event webhook delivery across a restart', () => {
       res.writeHead(status);
       res.end();
     });
-    // Unscaled schedule: the second attempt is due about 5 s (4.5–5.5 s) after the first.
-    const env = { LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry, LOUPE_WEBHOOK_RETRY_SCALE: '1' };
+    // The schedule doubled: the second attempt is due about 10 s (9–11 s) after the first, which leaves a
+    // loaded machine ample time to stop the first server before it is due.
+    const env = { LOUPE_OUTBOUND_TEST_HOSTS: rx.testHostEntry, LOUPE_WEBHOOK_RETRY_SCALE: '2' };
     try {
       const first = await startTestServer({ dataDir, env });
       const created = await first.call('POST', '/webhooks', {
@@ -27,7 +28,7 @@ describe('event webhook delivery across a restart', () => {
       expect(created.status, created.text).toBe(201);
       const { id, secret } = created.body.data;
       const event = await outbox().record(first.app.orgId, 'query.approval.requested', { approvalId: 'r1' });
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + 30_000;
       while (rx.requests.length < 1 && Date.now() < deadline) await sleep(50);
       expect(rx.requests).toHaveLength(1);
       // Stop at once: the first attempt failed (503) and the second is waiting in the durable queue.
@@ -39,17 +40,17 @@ describe('event webhook delivery across a restart', () => {
 
       const second = await startTestServer({ dataDir, adminKey: first.adminKey, env });
       try {
-        const until = Date.now() + 20_000;
+        const until = Date.now() + 45_000;
         while (rx.requests.length < 2 && Date.now() < until) await sleep(100);
         expect(rx.requests).toHaveLength(2);
-        expect(rx.requests[1].at - rx.requests[0].at).toBeGreaterThanOrEqual(4000);
+        expect(rx.requests[1].at - rx.requests[0].at).toBeGreaterThanOrEqual(8000);
         expect(rx.requests[1].at).toBeGreaterThan(stoppedAt);
         for (const r of rx.requests) {
           const payload = new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as any;
           expect(payload.id).toBe(event.id);
         }
         let d: any;
-        const settle = Date.now() + 5000;
+        const settle = Date.now() + 20_000;
         do {
           d = (await second.call('GET', `/webhooks/${id}/deliveries`)).body.data[0];
           if (d?.status === 'SUCCESS') break;
@@ -65,5 +66,5 @@ describe('event webhook delivery across a restart', () => {
       await rx.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 150_000);
 });

@@ -129,7 +129,7 @@ describe('scheduled runs act as their publisher as the organization has them now
   };
   /** Waits until the table was read at least `n` times in all, then answers the count. */
   const scansReach = async (n: number) => {
-    const until = Date.now() + 20_000;
+    const until = Date.now() + 45_000;
     let now = await scans();
     while (now < n && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 200));

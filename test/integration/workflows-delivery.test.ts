@@ -300,7 +300,7 @@ describe('workflow runs delivering to a real HTTPS receiver', () => {
       update: 'SET nextFireAt = :t, gsi1sk = :g',
       values: { ':t': due, ':g': `${String(due).padStart(15, '0')}#wf-${w.id}` },
     });
-    const until = Date.now() + 20_000;
+    const until = Date.now() + 45_000;
     while (!received('/scheduled').length && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
     const [req] = received('/scheduled');
     expect(JSON.parse(req.body).rows).toEqual([{ id: 1 }]);

@@ -741,7 +741,7 @@ describe('workflows over HTTP with real PostgreSQL', () => {
     expect((await s.call('GET', '/workflows', { key: scoped.body.data.key })).status).toBe(403);
   });
 
-  async function waitForRuns(id: string, n: number, timeoutMs = 20_000) {
+  async function waitForRuns(id: string, n: number, timeoutMs = 45_000) {
     const until = Date.now() + timeoutMs;
     for (;;) {
       const h = await runs(id);

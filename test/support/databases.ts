@@ -147,16 +147,22 @@ export async function startMariadb(): Promise<DbServer | undefined> {
   mkdirSync(data);
   const root = process.getuid?.() === 0;
   if (root) execFileSync('chown', ['-R', 'mysql:mysql', dir]);
-  execFileSync(
-    installDb,
-    [
-      `--datadir=${data}`,
-      ...(root ? ['--user=mysql'] : []),
-      '--auth-root-authentication-method=normal',
-      '--skip-test-db',
-    ],
-    { stdio: 'ignore' },
-  );
+  try {
+    execFileSync(
+      installDb,
+      [
+        `--datadir=${data}`,
+        ...(root ? ['--user=mysql'] : []),
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+      ],
+      { stdio: 'pipe' },
+    );
+  } catch (e) {
+    // Say why (its own output), not only that it failed.
+    const out = e as { stdout?: Buffer; stderr?: Buffer; message: string };
+    throw new Error(`${out.message}\n${out.stdout ?? ''}${out.stderr ?? ''}`.trim());
+  }
   const port = await freePort();
   const socket = join(dir, 'mysqld.sock');
   const mysql = await import('mysql2/promise');

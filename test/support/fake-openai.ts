@@ -54,6 +54,7 @@ export type EmbeddingsMode =
 export interface FakeOpenAI {
   /** Base URL for OPENAI_BASE_URL, ending in /v1. */
   url: string;
+  /** The key it requires ('' when started keyless). */
   apiKey: string;
   /** Every request received, in order. */
   requests: RecordedRequest[];
@@ -76,8 +77,10 @@ const estimate = (s: string) => Math.max(1, Math.ceil(s.length / 4));
  * chunk, answering from a script of turns and recording every request. A request with no scripted
  * turn left gets a 500 so that an unexpected model call fails the test.
  */
-export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<FakeOpenAI> {
-  const apiKey = opts.apiKey ?? 'sk-test-fake-openai';
+export async function startFakeOpenAI(opts: { apiKey?: string | null } = {}): Promise<FakeOpenAI> {
+  // null: a keyless server, as Ollama, vLLM and LM Studio run on a laptop (any Authorization, or none).
+  const keyless = opts.apiKey === null;
+  const apiKey = opts.apiKey ?? (keyless ? '' : 'sk-test-fake-openai');
   const queue: Turn[] = [];
   const requests: RecordedRequest[] = [];
   let seq = 0;
@@ -108,7 +111,7 @@ export async function startFakeOpenAI(opts: { apiKey?: string } = {}): Promise<F
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     };
-    if (req.headers.authorization !== `Bearer ${apiKey}`)
+    if (!keyless && req.headers.authorization !== `Bearer ${apiKey}`)
       return json(401, {
         error: {
           message: 'Incorrect API key provided.',

@@ -1,3 +1,5 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { type DbServer, startMariadb, startPostgres } from './databases';
 
@@ -8,6 +10,8 @@ declare module 'vitest' {
     postgres: DbInfo;
     /** Absent where no MariaDB server is installed (CI installs it). */
     mariadb: DbInfo | null;
+    /** Where the function bundles of this run are built once (test/support/bundles.ts). */
+    bundleDir: string;
   }
 }
 
@@ -38,9 +42,14 @@ export default async function setup(project: TestProject) {
   const [pg, maria] = await Promise.all([startPostgres(), startMariadb()]);
   project.provide('postgres', dbInfo(pg));
   project.provide('mariadb', maria ? dbInfo(maria) : null);
+  const tmp = join(import.meta.dirname, '..', '..', '.tmp');
+  mkdirSync(tmp, { recursive: true });
+  const bundleDir = mkdtempSync(join(tmp, 'test-bundles-'));
+  project.provide('bundleDir', bundleDir);
   if (!maria && process.env.CI)
     throw new Error('MariaDB is required in CI (apt-get install mariadb-server).');
   return async () => {
     await Promise.all([pg.stop(), maria?.stop()]);
+    rmSync(bundleDir, { recursive: true, force: true });
   };
 }

@@ -5,6 +5,7 @@ import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
+import { RunNote } from './workflow-run-note';
 
 /** Workflows: the list, one workflow's runs with step and action results, a manual run and publishing. */
 export function WorkflowsPage({ id }: { id?: string }) {
@@ -63,6 +64,7 @@ function WorkflowDetail({
     isActive: boolean;
     hasUnpublishedChanges: boolean;
     steps: { id: string; name: string; query: string }[];
+    actions: { type: string; config: string }[];
   };
   onChanged: () => void;
 }) {
@@ -128,7 +130,7 @@ function WorkflowDetail({
         ))}
       </ol>
       <p>
-        <button type="button" onClick={() => running.run()} disabled={busy}>
+        <button type="button" onClick={() => running.run()} disabled={busy} aria-describedby="wf-run-note">
           Run now
         </button>{' '}
         {(!w.isActive || w.hasUnpublishedChanges) && (
@@ -142,6 +144,7 @@ function WorkflowDetail({
           </button>
         )}
       </p>
+      <RunNote workflow={w} id="wf-run-note" />
       <ErrorAlert error={error} />
       {published && <p role="status">{published}</p>}
       {warnings && (
