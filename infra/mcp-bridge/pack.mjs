@@ -2,7 +2,7 @@
 // the local runtime and the deployed console (CloudFront) then serve it at /loupe-mcp.tgz, so that
 // `npx -y <origin>/loupe-mcp.tgz` runs it without a checkout (docs/guides/mcp.md).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,6 +15,7 @@ try {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   if (r.status !== 0) process.exit(r.status ?? 1);
+  mkdirSync(dist, { recursive: true }); // run alone (a test) before the console was ever built
   copyFileSync(join(tmp, `${name}-${version}.tgz`), join(dist, 'loupe-mcp.tgz'));
 } finally {
   rmSync(tmp, { recursive: true, force: true });
