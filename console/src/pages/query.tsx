@@ -5,6 +5,7 @@ import { ErrorAlert } from '../components/load';
 import { Pager, usePaged } from '../components/pager';
 import { count, type Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
+import { SqlEditor } from '../components/sql-editor';
 import { useSubmit } from '../components/use-submit';
 import { useMe } from '../me';
 import { href } from '../router';
@@ -87,20 +88,13 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
       <h1>Query</h1>
       <form onSubmit={run} class="stack">
         <ConnectionSelect value={conn} onChange={setConn} connections={connections} />
-        <div class="field">
-          <label for="sql">SQL</label>
-          <textarea
-            id="sql"
-            rows={8}
-            spellcheck={false}
-            class="code"
-            value={sql}
-            onInput={(e) => setSql(e.currentTarget.value)}
-            onKeyDown={(e) => {
-              if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) run(e);
-            }}
-          />
-        </div>
+        <SqlEditor
+          value={sql}
+          onChange={setSql}
+          onRun={() => void running.run()}
+          connectionId={known ? conn : undefined}
+          dialect={connections?.find((c) => c.id === conn)?.type}
+        />
         <button type="submit" disabled={running.busy} aria-busy={running.busy || undefined}>
           Run
         </button>
