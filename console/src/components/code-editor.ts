@@ -263,14 +263,20 @@ const replaceSelectionAsInput = EditorView.domEventHandlers({
     if (view.composing) return false;
     const text = e.data ?? e.dataTransfer?.getData('text/plain');
     if (text == null) return false;
-    // What the browser is about to replace: its target range (the DOM selection, which the editor's
-    // state may not have caught up with yet), else the editor's selection.
+    // What the browser is about to replace: its target range, else the DOM selection (which the editor's
+    // state may not have caught up with yet: a select-all just before), else the editor's selection.
     const target = e.getTargetRanges().find((r) => !r.collapsed);
+    const dom = (view.root as Document).getSelection?.();
+    const inside = (n: Node | null | undefined): n is Node => !!n && view.contentDOM.contains(n);
     let from: number;
     let to: number;
     if (target) {
       from = view.posAtDOM(target.startContainer, target.startOffset);
       to = view.posAtDOM(target.endContainer, target.endOffset);
+    } else if (dom && !dom.isCollapsed && inside(dom.anchorNode) && inside(dom.focusNode)) {
+      const a = view.posAtDOM(dom.anchorNode, dom.anchorOffset);
+      const b = view.posAtDOM(dom.focusNode, dom.focusOffset);
+      [from, to] = a <= b ? [a, b] : [b, a];
     } else {
       const main = view.state.selection.main;
       if (main.empty) return false;
