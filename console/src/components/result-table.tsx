@@ -42,8 +42,7 @@ export function ResultTable({
           )}
         </p>
       )}
-      {/* Focusable: a table wider than its box scrolls inside it, and the keyboard can scroll it too. */}
-      <div class="table-wrap" tabIndex={0}>
+      <div class="table-wrap">
         <table>
           {caption && <caption>{caption}</caption>}
           <thead>
