@@ -123,6 +123,11 @@ test('SQL editor: Ctrl+Space lists the tables, a table name and a dot lists its 
   await expect(status).toHaveAttribute('aria-selected', 'true');
   await expect(page.getByText(`paid or open ${HOSTILE}`)).toBeVisible();
   await expectInert(page);
+  await page.keyboard.press('Escape');
+  // Markup typed as SQL is text in the editor too.
+  await page.getByLabel('SQL').fill(`SELECT 1 AS "${HOSTILE}"`);
+  await expect(page.getByLabel('SQL')).toHaveText(`SELECT 1 AS "${HOSTILE}"`);
+  await expectInert(page);
   await expectAccessible(page, 'the completion list');
 });
 
