@@ -146,3 +146,32 @@ test('SQL editor: while its chunk cannot load, the textarea labelled SQL takes t
   const [last] = await history(server);
   expect(last).toMatchObject({ sql: `SELECT count(*) AS n FROM ${T}`, status: 'SUCCESS' });
 });
+
+test('SQL editor: a MongoDB connection takes a JSON query, completed with its keys and operators', async ({
+  adminPage: page,
+  server,
+}) => {
+  const mongo = await createConnection(server, {
+    name: `Mongo ${suffix}`,
+    type: 'MONGODB',
+    host: 'mongo.example.com',
+    port: 27017,
+    database: 'shop',
+    username: 'reader',
+    password: 'not-used-here',
+  });
+  await go(page, 'Query');
+  await page.getByLabel('Connection').selectOption(mongo);
+  await expect(page.locator('.sql-editor[data-ready]')).toBeVisible();
+  const editor = page.getByRole('textbox', { name: 'SQL' });
+  await expect(editor).toHaveAttribute('data-language', 'json');
+  await editor.click();
+  await page.keyboard.type('{"coll');
+  const list = page.getByRole('listbox');
+  await expect(list.getByRole('option', { name: 'collection' })).toBeVisible();
+  await page.keyboard.press('Escape');
+  await page.keyboard.type('ection": "orders", "pipeline": [{"$mat');
+  await expect(list.getByRole('option', { name: '$match' })).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(editor).toHaveText('{"collection": "orders", "pipeline": [{"$mat');
+});
