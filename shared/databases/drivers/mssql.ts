@@ -15,7 +15,7 @@ import { connectInSequence } from 'tedious/lib/connector.js';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { dbDeadlines, dbPoolSize, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
@@ -72,8 +72,9 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
     // sends an attention and, when the server does not acknowledge it within cancelTimeout (5 s, its default), closes the
     // connection. Reads set their own, from the time left (query below).
     requestTimeout: deadlines.statementMs,
-    // Waiting for a free pooled connection is part of connecting.
-    pool: { max: 3, min: 0, idleTimeoutMillis: 60_000, acquireTimeoutMillis: deadlines.connectMs },
+    // Waiting for a free pooled connection is part of connecting. Sessions per database in this process:
+    // LOUPE_DB_POOL_SIZE (default 20).
+    pool: { max: dbPoolSize(), min: 0, idleTimeoutMillis: 60_000, acquireTimeoutMillis: deadlines.connectMs },
     options: {
       encrypt: target.sslEnabled,
       trustServerCertificate: false,
