@@ -7,6 +7,7 @@ import { linking } from './linking';
 import { load } from './load';
 import { mcp } from './mcp';
 import { memory } from './memory';
+import { peers } from './peers';
 import { query } from './query';
 
 /**
@@ -23,6 +24,7 @@ export const benchModules: BenchModule[] = [
   query,
   mcp,
   load,
+  peers,
   memory,
   guard,
   linking,
