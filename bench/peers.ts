@@ -758,7 +758,6 @@ export const peers: BenchModule = {
             )
           ).rows.map((r) => r.pid);
         const barePid = (await bare.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-        const sum = (pids: number[]) => pids.reduce((a, p) => a + pidCpuMs(p), 0);
         const PAIRS = 100;
         const figures: Record<'clean' | 'reset', { ratios: number[]; loupe: number; bare: number }> = {
           clean: { ratios: [], loupe: 0, bare: 0 },
@@ -777,16 +776,18 @@ export const peers: BenchModule = {
           for (let round = 0; round < 8; round++) {
             // One bare statement, one Loupe read, in turn: both backends see the same cadence. Only this
             // connection's pool is busy in the round, so the 'loupe' backends' time is its reads'.
-            const pids = await loupeBackends();
+            // CPU of each backend at the start; backends that close meanwhile (idle ones of earlier phases)
+            // drop out, ones that open count from zero.
+            const start = new Map((await loupeBackends()).map((pid) => [pid, pidCpuMs(pid)]));
             const b0 = pidCpuMs(barePid);
-            const l0 = sum(pids);
             for (let i = 0; i < PAIRS; i++) {
               await c.call();
               await bare.query(SELECT1);
             }
             await sleep(20);
             const bareMs = pidCpuMs(barePid) - b0;
-            const loupeMs = sum(await loupeBackends()) - l0;
+            let loupeMs = 0;
+            for (const pid of await loupeBackends()) loupeMs += pidCpuMs(pid) - (start.get(pid) ?? 0);
             figures[kind].bare += bareMs;
             figures[kind].loupe += loupeMs;
             if (bareMs > 0) figures[kind].ratios.push(loupeMs / bareMs);
