@@ -333,6 +333,7 @@ export const peers: BenchModule = {
     const children: ChildProcess[] = [];
     const cleanups: (() => Promise<unknown> | unknown)[] = [];
     let loupe: ServerProcess | undefined;
+    let installing: Promise<string | undefined> | undefined;
     const conn = {
       host: database.host,
       port: database.port,
@@ -349,7 +350,7 @@ export const peers: BenchModule = {
         "CREATE TABLE bench_orders AS SELECT g AS id, (ARRAY['north','south','east','west','central'])[1 + g % 5] AS region, (g % 997) * 1.25 AS amount FROM generate_series(1, 2000) g",
       );
       await admin.query(`GRANT SELECT ON bench_orders TO ${conn.user}`);
-      const installing = installPeers(peerDir);
+      installing = installPeers(peerDir);
 
       // Loupe: the local server as its own process, as `npm start` runs it.
       const adminKey = generateKey();
@@ -857,6 +858,7 @@ export const peers: BenchModule = {
       for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
       for (const c of children) c.kill('SIGTERM');
       await loupe?.stop();
+      await installing; // an install still running would write into the folder removed below
       await admin.end().catch(() => {});
       await database.stop();
       rmSync(peerDir, { recursive: true, force: true });
