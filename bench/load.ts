@@ -13,7 +13,7 @@ import { snapshotEnv } from './query';
 /** Targets of issue 15 for 32 clients on `POST /v1/connections/{id}/query` (a small GROUP BY). */
 export const LOAD_TARGETS = { perSecond: 300, p99Ms: 150 };
 const CLIENTS = 32;
-const POOL_SIZE = 3; // the service's PostgreSQL pool per instance (shared/databases/drivers/postgres.ts)
+const POOL_SIZE = 20; // the service's default pool per database and instance (LOUPE_DB_POOL_SIZE)
 const SQL =
   'SELECT region, COUNT(*) AS orders, ROUND(SUM(amount), 2) AS total FROM bench_orders GROUP BY region ORDER BY region';
 

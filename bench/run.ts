@@ -8,6 +8,7 @@ import { load } from './load';
 import { mcp } from './mcp';
 import { memory } from './memory';
 import { observability } from './observability';
+import { peers } from './peers';
 import { query } from './query';
 
 /**
@@ -25,6 +26,7 @@ export const benchModules: BenchModule[] = [
   query,
   mcp,
   load,
+  peers,
   memory,
   guard,
   linking,

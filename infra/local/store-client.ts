@@ -25,6 +25,7 @@ export type { StoreAnswer, StoreCall, StoreFailure };
 
 const require = createRequire(import.meta.url);
 require('./dynalite-iterators.cjs'); // closes the iterators dynalite leaves open (see the file)
+require('./dynalite-expressions.cjs'); // keeps parsed expressions instead of parsing them on every call
 const dynaliteDb = require('dynalite/db') as { create(options: Record<string, unknown>): DynaliteStore };
 const validations = require('dynalite/validations') as {
   checkTypes(data: unknown, types: unknown): Record<string, unknown>;

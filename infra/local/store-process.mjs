@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import dynalite from 'dynalite';
 import './dynalite-iterators.cjs';
+import './dynalite-expressions.cjs';
 
 const [dataDir, portArg] = process.argv.slice(2);
 if (!dataDir || !process.send) {

@@ -46,21 +46,88 @@ export const defaultLoader: HandlerLoader = async (name) => {
   return mod.handler as WorkerHandler;
 };
 
-/** A unit of polling that never overlaps itself, and starts nothing once closed. */
-class Lane {
+/** What one run of a lane found: whether it handled anything, and the next time it knows work is due. */
+export interface LaneOutcome {
+  handled: number;
+  /** Epoch ms when a waiting message becomes visible or a schedule is due, when the run saw one. */
+  nextAt?: number;
+}
+
+/**
+ * How long an idle lane sleeps at most (it doubles from the poll interval up to this) when nothing
+ * tells it of new work: sends in this process and its instances wake lanes at once (localQueueSignals,
+ * localSchedulerSignals), delayed messages, retries and schedules wake them when due; this bounds the
+ * wait for work that arrives any other way (another process writing the store).
+ */
+export const MAX_IDLE_POLL_MS = 10_000;
+/** The shortest wait before a lane runs for work its last run saw becoming due. */
+const MIN_WAKE_MS = 10;
+
+/**
+ * A unit of polling that never overlaps itself, and starts nothing once closed. A kick during a run
+ * makes it run once more after (a message sent while it was between its receive and its end is not
+ * left waiting). With a poll interval, it schedules its own next run: at the interval while it finds
+ * work, backing off (doubling up to MAX_IDLE_POLL_MS) while it finds none, and never later than the
+ * next due time its last run saw.
+ */
+export class PollLane {
   private running: Promise<void> | undefined;
+  private again = false;
   private closed = false;
+  private timer: NodeJS.Timeout | undefined;
+  private idleMs: number;
   constructor(
-    private readonly run: () => Promise<void>,
+    private readonly run: () => Promise<LaneOutcome>,
     private readonly onError: (e: unknown) => void,
-  ) {}
+    private readonly interval = 0,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.idleMs = interval;
+  }
   kick(): Promise<void> {
     if (this.closed) return this.running ?? Promise.resolve();
-    this.running ??= this.run()
-      .catch(this.onError)
-      .finally(() => {
-        this.running = undefined;
+    this.idleMs = this.interval;
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    clearTimeout(this.timer);
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+  private async loop(): Promise<void> {
+    let outcome: LaneOutcome | undefined;
+    do {
+      this.again = false;
+      outcome = await this.run().catch((e) => {
+        this.onError(e);
+        return undefined;
       });
+    } while (this.again && !this.closed);
+    this.schedule(outcome);
+  }
+  private schedule(outcome: LaneOutcome | undefined): void {
+    if (this.closed || this.interval <= 0) return;
+    if (outcome && outcome.handled > 0) this.idleMs = this.interval;
+    else this.idleMs = Math.min(MAX_IDLE_POLL_MS, Math.max(this.interval, this.idleMs * 2));
+    let wait = outcome && outcome.handled > 0 ? this.interval : this.idleMs;
+    if (outcome?.nextAt !== undefined)
+      wait = Math.min(wait, Math.max(MIN_WAKE_MS, outcome.nextAt - this.now()));
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.timedKick();
+    }, wait);
+    this.timer.unref();
+  }
+  /** A timer's run keeps the lane's backoff (a kick from a signal resets it). */
+  private timedKick(): Promise<void> {
+    if (this.closed || this.running) return this.running ?? Promise.resolve();
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+    });
     return this.running;
   }
   /** True while a run is under way. */
@@ -73,6 +140,7 @@ class Lane {
   /** Stops new runs and waits for the current one. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.timer);
     await this.running;
   }
 }
@@ -136,20 +204,25 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     };
   };
 
-  async function pollQueue(def: WorkerDef & { queue: NonNullable<WorkerDef['queue']> }): Promise<number> {
+  async function pollQueue(
+    def: WorkerDef & { queue: NonNullable<WorkerDef['queue']> },
+  ): Promise<LaneOutcome> {
     const settings = {
       visibilityTimeoutSeconds: def.queue.visibilityTimeoutSeconds,
       maxReceiveCount: def.queue.maxReceiveCount,
     };
-    const messages = await queue.receive(def.name, { max: Math.min(def.queue.batchSize, 100), ...settings });
-    if (!messages.length) return 0;
+    const { messages, nextVisibleAt } = await queue.receiveAndLook(def.name, {
+      max: Math.min(def.queue.batchSize, 100),
+      ...settings,
+    });
+    if (!messages.length) return { handled: 0, nextAt: nextVisibleAt };
     const unhold = hold(def.name, messages);
     try {
       await handleBatch(def, messages, settings);
     } finally {
       unhold();
     }
-    return messages.length;
+    return { handled: messages.length, nextAt: nextVisibleAt };
   }
 
   async function handleBatch(
@@ -181,12 +254,12 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
 
   const scheduledVisibility = Math.max(60, ...manifest.map((w) => timeoutMs(w) / 1000));
 
-  async function runScheduled(): Promise<number> {
+  async function runScheduled(): Promise<LaneOutcome> {
     const settings = {
       visibilityTimeoutSeconds: scheduledVisibility,
       maxReceiveCount: SCHEDULED_MAX_ATTEMPTS,
     };
-    const messages = await queue.receive(SCHEDULED_QUEUE, { max: 10, ...settings });
+    const { messages, nextVisibleAt } = await queue.receiveAndLook(SCHEDULED_QUEUE, { max: 10, ...settings });
     const unhold = hold(SCHEDULED_QUEUE, messages);
     await Promise.all(
       messages.map(async (m) => {
@@ -207,26 +280,36 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
         }
       }),
     ).finally(unhold);
-    return messages.length;
+    return { handled: messages.length, nextAt: nextVisibleAt };
   }
 
   const onError = (what: string) => (e: unknown) => {
     if (!stopped) log(`local workers: ${what} poll failed: ${(e as Error)?.message ?? e}`);
   };
-  const drain = (cycle: () => Promise<number>, full: number) => async () => {
-    while (!stopped && (await cycle()) >= full) {}
+  /** Runs `cycle` while it gets full batches; the outcome sums what it handled, with the last look-ahead. */
+  const drain = (cycle: () => Promise<LaneOutcome>, full: number) => async (): Promise<LaneOutcome> => {
+    let handled = 0;
+    let last: LaneOutcome = { handled: 0 };
+    do {
+      last = await cycle();
+      handled += last.handled;
+    } while (!stopped && last.handled >= full);
+    return { handled, nextAt: last.nextAt };
   };
 
   // A queue worker gets `localPollers` lanes (default 1): like Lambda's concurrent invocations, one slow
   // batch then does not hold up the rest of its queue (each receive claims its messages).
   // A message sent while every lane of its queue is busy (each holding a slow batch) gets a new lane, up
   // to the queue's maxConcurrency, as the SQS event source scales out: it does not wait for a slow batch.
-  const queueLanes = new Map<string, Lane[]>();
+  const queueLanes = new Map<string, PollLane[]>();
   const laneLimit = new Map<string, number>();
-  const newLane = (d: WorkerDef & { queue: NonNullable<WorkerDef['queue']> }) =>
-    new Lane(
+  // Lanes added under pressure (`polled` false) run only when kicked: when messages are sent.
+  const newLane = (d: WorkerDef & { queue: NonNullable<WorkerDef['queue']> }, polled = false) =>
+    new PollLane(
       drain(() => pollQueue(d), Math.min(d.queue.batchSize, 100)),
       onError(d.name),
+      polled ? interval : 0,
+      now,
     );
   const queueDefs = new Map<string, WorkerDef & { queue: NonNullable<WorkerDef['queue']> }>();
   for (const def of manifest) {
@@ -237,22 +320,32 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     laneLimit.set(def.name, Math.max(initial, d.queue.maxConcurrency ?? initial));
     queueLanes.set(
       def.name,
-      Array.from({ length: initial }, () => newLane(d)),
+      Array.from({ length: initial }, () => newLane(d, true)),
     );
   }
-  const scheduledLane = new Lane(drain(runScheduled, 10), onError('scheduled invocations'));
-  const schedulerLane = new Lane(async () => {
-    const fired = await scheduler.fireDue();
-    if (fired.length && interval > 0) void scheduledLane.kick();
-  }, onError('scheduler'));
+  const scheduledLane = new PollLane(
+    drain(runScheduled, 10),
+    onError('scheduled invocations'),
+    interval,
+    now,
+  );
+  const schedulerLane = new PollLane(
+    async () => {
+      const { fired, nextDueAt } = await scheduler.fireDueAndLook();
+      if (fired.length && interval > 0) void scheduledLane.kick();
+      return { handled: fired.length, nextAt: nextDueAt };
+    },
+    onError('scheduler'),
+    interval,
+    now,
+  );
 
   await scheduler.syncSystemSchedules();
 
   const active = manifest.length > 0;
   const allLanes = [schedulerLane, scheduledLane, ...[...queueLanes.values()].flat()];
-  // The timer polls the manifest's lanes only: lanes added under pressure run when messages are sent.
+  // The manifest's lanes poll on their own timers; lanes added under pressure run when messages are sent.
   const polledLanes = [...allLanes];
-  let timer: NodeJS.Timeout | undefined;
   const onSent = (name: string) => {
     if (stopped) return;
     if (name === SCHEDULED_QUEUE) {
@@ -273,15 +366,10 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     if (!stopped) void schedulerLane.kick();
   };
   if (active && interval > 0) {
-    const tick = () => {
-      if (stopped) return;
-      for (const lane of polledLanes) void lane.kick();
-      timer = setTimeout(tick, interval);
-      timer.unref();
-    };
     localQueueSignals.on('sent', onSent);
     localSchedulerSignals.on('changed', onChanged);
-    tick();
+    // The first run of every lane (a restart finds what was left, delayed or due); each then schedules its own.
+    for (const lane of polledLanes) void lane.kick();
   }
 
   return {
@@ -296,7 +384,6 @@ export async function startWorkers(opts: WorkersOptions = {}): Promise<WorkersRu
     },
     async stop() {
       stopped = true;
-      clearTimeout(timer);
       localQueueSignals.off('sent', onSent);
       localSchedulerSignals.off('changed', onChanged);
       let giveUp: NodeJS.Timeout | undefined;

@@ -49,7 +49,12 @@ export async function runReadOnly(
   opts: Partial<QueryOptions> = {},
 ): Promise<QueryResult> {
   const statement = await verifyRead(target.type, text, { allowedFunctions: target.allowedFunctions });
-  const options = { ...resolveOptions(opts), readOnly: true, kind: statement.kind };
+  const options = {
+    ...resolveOptions(opts),
+    readOnly: true,
+    kind: statement.kind,
+    leavesNoSessionState: runsOnlyReviewedCode(target),
+  };
   // One deadline for the whole read: the function rule's catalog lookup (PostgreSQL) spends from it.
   const deadline = Date.now() + options.timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
@@ -84,13 +89,28 @@ export async function classifyOnConnection(
   return verdict;
 }
 
-/** The function rule's catalog lookup: one read on the connection's own read-only path. */
+/**
+ * True when a read of this connection can run only reviewed built-in code: the guard admits code the
+ * database owner wrote (a function, or code run implicitly by a view, domain, cast, policy or operator)
+ * only when the connection's admin listed it in allowedFunctions. Reviewed built-ins cannot leave session
+ * state past the read's ROLLBACK (those that could, such as pg_advisory_lock, set_config or dblink, are
+ * refused by name), so the PostgreSQL adapter skips its DISCARD ALL (docs/internals/database-sessions.md).
+ */
+export const runsOnlyReviewedCode = (target: Pick<ConnectionTarget, 'allowedFunctions'>) =>
+  (target.allowedFunctions ?? []).length === 0;
+
+/** The function rule's catalog lookup: one read of our own catalog SQL on the connection's read-only path. */
 function catalogRead(
   target: ConnectionTarget,
   text: string,
   opts: Partial<QueryOptions>,
 ): Promise<QueryResult> {
-  return runChecked(target, text, { ...resolveOptions(opts), readOnly: true, kind: 'select' });
+  return runChecked(target, text, {
+    ...resolveOptions(opts),
+    readOnly: true,
+    kind: 'select',
+    leavesNoSessionState: true,
+  });
 }
 
 async function runChecked(

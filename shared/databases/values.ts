@@ -117,20 +117,33 @@ const stringBound = (s: string) => 6 * s.length + 2;
 /** The longest JSON form of a finite number is 25 characters (`-0.0000012345678901234567`). */
 const NUMBER_BOUND = 32;
 
+/** The lower bound found by the last jsonBound call (a module variable: the hot path allocates nothing). */
+let lastLower = 0;
+
 /**
  * An upper bound of `Buffer.byteLength(JSON.stringify(row))` computed from lengths alone, or -1 when a
- * value is not a string, number, boolean or null (the caller then measures exactly).
+ * value is not a string, number, boolean or null (the caller then measures exactly). Also leaves a lower
+ * bound in `lastLower`: a string's JSON takes at least its length plus two quotes in bytes (UTF-8 never
+ * takes fewer bytes than UTF-16 units, and escapes only add), whatever the other values are.
  */
 function jsonBound(row: Record<string, unknown>): number {
   let n = 2;
+  let lower = 2;
+  let exact = true;
   for (const k in row) {
     const v = row[k];
     n += stringBound(k) + 2; // "key": and a comma
-    if (typeof v === 'string') n += stringBound(v);
-    else if (typeof v === 'number' || typeof v === 'boolean' || v === null) n += NUMBER_BOUND;
-    else return -1;
+    lower += k.length + 3;
+    if (typeof v === 'string') {
+      n += stringBound(v);
+      lower += v.length + 2;
+    } else if (typeof v === 'number' || typeof v === 'boolean' || v === null) {
+      n += NUMBER_BOUND;
+      lower += 1;
+    } else exact = false;
   }
-  return n;
+  lastLower = lower;
+  return exact ? n : -1;
 }
 
 /**
@@ -166,6 +179,11 @@ export class RowCollector {
       return false;
     }
     const bound = jsonBound(row);
+    // A row that cannot fit, whatever its exact size (a huge value): refused without serializing it.
+    if (this.bytes + lastLower + 1 > this.maxBytes) {
+      this.truncated = true;
+      return false;
+    }
     if (bound >= 0) {
       while (this.bytes + this.pending + bound + 1 > this.maxBytes && this.measured < this.rows.length)
         this.measureOne();

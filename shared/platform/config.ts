@@ -99,6 +99,11 @@ const Env = z.object({
     z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)),
     25_000,
   ),
+  /**
+   * Sessions per database connection one process may hold (each adapter's pool; opened as concurrent
+   * reads need them). The default does not cap 16 concurrent clients.
+   */
+  LOUPE_DB_POOL_SIZE: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(200)), 20),
   /** POST /connections/{id}/test and health checks: connect and one round trip. */
   LOUPE_DB_TEST_TIMEOUT_MS: z._default(z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)), 15_000),
   /**

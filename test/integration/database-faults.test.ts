@@ -38,6 +38,8 @@ beforeAll(async () => {
       LOUPE_DB_STATEMENT_TIMEOUT_MS: '5000',
       LOUPE_DB_CONNECT_TIMEOUT_MS: '1500',
       LOUPE_DB_TEST_TIMEOUT_MS: '2000',
+      // Three sessions per database (the default is 20), so that three long reads fill the pool.
+      LOUPE_DB_POOL_SIZE: '3',
     },
   });
 }, 120_000);
@@ -53,6 +55,7 @@ afterAll(async () => {
     'LOUPE_DB_STATEMENT_TIMEOUT_MS',
     'LOUPE_DB_CONNECT_TIMEOUT_MS',
     'LOUPE_DB_TEST_TIMEOUT_MS',
+    'LOUPE_DB_POOL_SIZE',
   ])
     delete process.env[k];
 }, 60_000);
@@ -149,7 +152,7 @@ describe('PostgreSQL', () => {
 
   it('waiting for a free pooled session past the connect timeout is 422 CONNECTION_FAILED / TIMEOUT', async () => {
     const id = await createConnection(s, postgresConnection(pgInfo(), { name: 'pg-pool-busy' }));
-    // The pool's three sessions busy with long reads: a fourth read waits for one (pg-pool's "timeout
+    // The pool's three sessions (LOUPE_DB_POOL_SIZE) busy with long reads: a fourth read waits for one (pg-pool's "timeout
     // exceeded when trying to connect"), a connect-stage timeout, not a rejected statement.
     const busy = [read(id, LONG_PG), read(id, LONG_PG), read(id, LONG_PG)];
     await whileRunning(busy[0], async () => {

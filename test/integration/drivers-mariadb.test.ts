@@ -124,6 +124,17 @@ describe.skipIf(!db)('MariaDB driver (mysql2 adapter)', () => {
     expect((await runReadOnly(target(), 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
 
+  it('a row longer than the per-value bound (8 MiB) is refused with VALUE_TOO_LARGE before it is buffered; the pool stays usable', async () => {
+    // 9 MB is within MariaDB's max_allowed_packet (16 MB): the server sends it, the wire watcher refuses it.
+    const e = await failure(runReadOnly(target(), "SELECT REPEAT('x', 9000000) AS s"));
+    expect(e.status).toBe(422);
+    expect(e.code).toBe('VALUE_TOO_LARGE');
+    // 8,000,000 is under the bound: read (and then truncated by the 5 MiB byte cap), not refused.
+    const under = await runReadOnly(target(), "SELECT REPEAT('x', 8000000) AS s");
+    expect(under.truncated).toBe(true);
+    expect((await runReadOnly(target(), 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
   it('runs SHOW, DESCRIBE and EXPLAIN', async () => {
     expect((await runReadOnly(target(), 'SHOW TABLES')).rows.length).toBeGreaterThan(0);
     expect((await runReadOnly(target(), `DESCRIBE ${T}`)).rows.map((r) => r.Field)).toContain('amount');

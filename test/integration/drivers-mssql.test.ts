@@ -292,6 +292,19 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
           const min = typeof params[0] === 'number' ? params[0] : 0;
           return { columns: itemColumns, rows: items.filter((r) => (r[0] as number) > min) };
         }
+        if (q.includes('FROM docs')) {
+          const size = Number(/size = (\d+)/.exec(q)?.[1] ?? 0);
+          return {
+            columns: [
+              { name: 'id', type: 'int' },
+              { name: 'body', type: 'nvarchar(max)' },
+            ],
+            rows: [
+              [1, size ? 'é'.repeat(size) : null],
+              [2, 'after'],
+            ],
+          };
+        }
         if (q.includes('FROM slow')) return { hang: true };
         if (q.includes('FROM nope'))
           return { error: { number: 208, message: "Invalid object name 'nope'." } };
@@ -381,6 +394,26 @@ describe('SQL Server adapter over TDS (real mssql/tedious client, test server)',
     expect(
       (await runReadOnly(t(), 'SELECT * FROM items WHERE id > @p1', { params: [2998] })).rows,
     ).toHaveLength(2);
+  });
+
+  it('(max) values: read whole up to the 8 MiB bound, NULL as null; past the bound 422 VALUE_TOO_LARGE, not buffered, and the pool keeps working', async () => {
+    const small = await runReadOnly(t(), 'SELECT * FROM docs WHERE size = 100000');
+    expect(small.rows).toEqual([
+      { id: 1, body: 'é'.repeat(100_000) },
+      { id: 2, body: 'after' },
+    ]);
+    expect((await runReadOnly(t(), 'SELECT * FROM docs WHERE size = 0')).rows[0]).toEqual({
+      id: 1,
+      body: null,
+    });
+    // 4.5 million UTF-16 characters: 9 MB on the wire, in PLP chunks of 8,000 bytes.
+    const e = await failure(runReadOnly(t(), 'SELECT * FROM docs WHERE size = 4500000'));
+    expect(e.status).toBe(422);
+    expect(e.code).toBe('VALUE_TOO_LARGE');
+    expect((await runReadOnly(t(), 'SELECT * FROM docs WHERE size = 10')).rows[0]).toEqual({
+      id: 1,
+      body: 'éééééééééé',
+    });
   });
 
   it('stops at the byte cap', async () => {

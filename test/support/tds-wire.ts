@@ -6,7 +6,16 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 
-export type TdsType = 'int' | 'bigint' | 'bit' | 'nvarchar' | 'decimal' | 'datetime2' | 'varbinary';
+/** `nvarchar(max)`: sent as PLP (a total length, then chunks of at most 8,000 bytes, then a 0 terminator). */
+export type TdsType =
+  | 'int'
+  | 'bigint'
+  | 'bit'
+  | 'nvarchar'
+  | 'nvarchar(max)'
+  | 'decimal'
+  | 'datetime2'
+  | 'varbinary';
 export interface TdsColumn {
   name: string;
   type: TdsType;
@@ -106,6 +115,8 @@ function typeInfo(c: TdsColumn): Buffer {
       return Buffer.from([0x68, 1]);
     case 'nvarchar':
       return Buffer.concat([Buffer.from([0xe7]), u16(8000), COLLATION]);
+    case 'nvarchar(max)':
+      return Buffer.concat([Buffer.from([0xe7]), u16(0xffff), COLLATION]);
     case 'decimal':
       return Buffer.from([0x6a, 17, c.precision ?? 38, c.scale ?? 0]);
     case 'datetime2':
@@ -140,6 +151,22 @@ function encodeValue(c: TdsColumn, v: unknown): Buffer {
         : Buffer.concat([u16(Buffer.byteLength(String(v), 'utf16le')), ucs2(String(v))]);
     case 'varbinary':
       return isNull ? u16(0xffff) : Buffer.concat([u16((v as Buffer).length), v as Buffer]);
+    case 'nvarchar(max)': {
+      const total = Buffer.alloc(8);
+      if (isNull) {
+        total.writeBigUInt64LE(0xffffffffffffffffn);
+        return total;
+      }
+      const data = ucs2(String(v));
+      total.writeBigUInt64LE(BigInt(data.length));
+      const parts: Buffer[] = [total];
+      for (let at = 0; at < data.length; at += 8000) {
+        const chunk = data.subarray(at, at + 8000);
+        parts.push(u32(chunk.length), chunk);
+      }
+      parts.push(u32(0));
+      return Buffer.concat(parts);
+    }
     case 'decimal': {
       if (isNull) return Buffer.from([0]);
       const scale = c.scale ?? 0;

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RowCollector, rowOf } from '../../shared/databases/values';
 
 /** The byte cap as first written: every row serialized, a row taken when the exact JSON still fits. */
@@ -112,6 +112,20 @@ describe('RowCollector takes exactly the rows that fit, without serializing ever
     for (const row of input) if (short.add(row)) taken++;
     expect(taken).toBe(input.length - 1);
     expect(short.truncated).toBe(true);
+  });
+
+  it('a row that cannot fit whatever its exact size is refused without serializing it (no copy of a huge value)', () => {
+    const c = new RowCollector(1000, 5 * 1024 * 1024);
+    expect(c.add({ s: 'small' })).toBe(true);
+    const stringify = vi.spyOn(JSON, 'stringify');
+    try {
+      expect(c.add({ s: 'x'.repeat(8_000_000), n: 1 })).toBe(false);
+      expect(stringify).not.toHaveBeenCalled();
+    } finally {
+      stringify.mockRestore();
+    }
+    expect(c.truncated).toBe(true);
+    expect(c.rows).toEqual([{ s: 'small' }]);
   });
 
   it('a value JSON cannot hold fails as before (bigint reaching the collector throws)', () => {

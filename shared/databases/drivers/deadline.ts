@@ -25,6 +25,13 @@ export function dbDeadlines(): DbDeadlines {
 }
 
 /**
+ * Sessions per database connection a process may hold (LOUPE_DB_POOL_SIZE, default 20): each adapter's
+ * pool opens them as concurrent reads need them and closes idle ones after a minute. A Lambda instance
+ * serves one request at a time, so there it bounds only what one request runs at once.
+ */
+export const dbPoolSize = (): number => config().LOUPE_DB_POOL_SIZE;
+
+/**
  * Time kept between the server's own statement limit and the client timer: the server normally cancels
  * first (clean error, the connection stays usable); the client timer is the backstop.
  */

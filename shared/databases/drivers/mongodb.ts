@@ -12,7 +12,7 @@ import { BSON, type Document, MongoClient, type MongoClientOptions, type Sort } 
 import { type MongoQuery, parseMongoQuery } from '../../guard/mongo';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector } from '../values';
-import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { dbDeadlines, dbPoolSize, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
 import type {
   ColumnInfo,
@@ -45,7 +45,8 @@ export function mongoClientArgs(target: ConnectionTarget): { url: string; option
   const deadlines = dbDeadlines();
   const options: MongoClientOptions = {
     appName: 'loupe',
-    maxPoolSize: 3,
+    // Connections per server in this process (LOUPE_DB_POOL_SIZE, default 20).
+    maxPoolSize: dbPoolSize(),
     // Finding a server, connecting and waiting for a free pooled connection: connect-stage timeouts.
     serverSelectionTimeoutMS: deadlines.connectMs,
     connectTimeoutMS: deadlines.connectMs,

@@ -9,15 +9,96 @@
  * readable secondary in an availability group). Parameters are @p1, @p2, … bound as typed inputs.
  * Values: bigint and decimal/numeric/money as strings, datetime/datetime2 as ISO without zone,
  * datetimeoffset as ISO UTC, date as YYYY-MM-DD, binary as base64, uniqueidentifier as string.
+ * Memory: rows are streamed into the row collector and the request is cancelled once it is full; tedious
+ * builds each row whole, and a (max) value (varchar/nvarchar/varbinary(max), xml) longer than
+ * VALUE_LIMIT_BYTES is not kept: its bytes are skipped as they arrive and the read fails with
+ * VALUE_TOO_LARGE (boundPlpValues), so one read holds its capped result plus at most one bounded row.
  */
 import sql from 'mssql';
 import { connectInSequence } from 'tedious/lib/connector.js';
+import * as valueParserModule from 'tedious/lib/value-parser.js';
 import { checkedLookup } from '../host-policy';
 import { normalizeValue, RowCollector, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { dbDeadlines, dbPoolSize, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
+import { VALUE_LIMIT_BYTES, valueTooLarge } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
+
+/** Set on a tedious connection's options when a value of the current row was too long to keep. */
+const TOO_LARGE = Symbol('loupe.valueTooLarge');
+type Flagged = { [TOO_LARGE]?: boolean };
+const PLP_NULL = 0xffffffffffffffffn;
+const UNKNOWN_PLP_LEN = 0xfffffffffffffffen;
+
+interface PlpParser {
+  buffer: Buffer;
+  position: number;
+  options: Flagged;
+  waitForChunk(): Promise<void>;
+}
+
+/**
+ * tedious reads a (max) value (PLP: a total length, then chunks, then a 0 terminator) into memory whole
+ * before the row reaches us. This replaces its reader (module-level, once; tedious's row parsers look it
+ * up at each call): the same wire reading and the same result up to VALUE_LIMIT_BYTES; past it the bytes
+ * are skipped as they arrive, the value is given as NULL, and the connection's options are flagged so
+ * that the read fails with VALUE_TOO_LARGE instead of answering that NULL (queryOn checks each row).
+ */
+export function boundPlpValues(limit = VALUE_LIMIT_BYTES): void {
+  // The module's own exports object (what tedious's row parsers read): the default of the namespace in
+  // Node's ES module interop and in the esbuild bundle alike.
+  const parser = ((valueParserModule as { default?: unknown }).default ?? valueParserModule) as {
+    readPLPStream: (p: PlpParser) => Promise<Buffer[] | null>;
+    __loupeBounded?: boolean;
+  };
+  if (parser.__loupeBounded) return;
+  parser.__loupeBounded = true;
+  parser.readPLPStream = async (p: PlpParser) => {
+    while (p.buffer.length < p.position + 8) await p.waitForChunk();
+    const expected = p.buffer.readBigUInt64LE(p.position);
+    p.position += 8;
+    if (expected === PLP_NULL) return null;
+    const chunks: Buffer[] = [];
+    let length = 0;
+    let over = expected !== UNKNOWN_PLP_LEN && expected > BigInt(limit);
+    for (;;) {
+      while (p.buffer.length < p.position + 4) await p.waitForChunk();
+      const n = p.buffer.readUInt32LE(p.position);
+      p.position += 4;
+      if (!n) break;
+      if (!over && length + n > limit) {
+        over = true;
+        chunks.length = 0;
+      }
+      if (over) {
+        // Skipped as it arrives: nothing of it is kept.
+        let left = n;
+        while (left > 0) {
+          if (p.position >= p.buffer.length) await p.waitForChunk();
+          const k = Math.min(left, p.buffer.length - p.position);
+          p.position += k;
+          left -= k;
+        }
+      } else {
+        while (p.buffer.length < p.position + n) await p.waitForChunk();
+        chunks.push(p.buffer.slice(p.position, p.position + n));
+        p.position += n;
+      }
+      length += n;
+    }
+    if (over) {
+      p.options[TOO_LARGE] = true;
+      return null;
+    }
+    if (expected !== UNKNOWN_PLP_LEN && length !== Number(expected))
+      throw new Error(
+        `Partially Length-prefixed Bytes unmatched lengths : expected ${expected}, but got ${length} bytes`,
+      );
+    return chunks;
+  };
+}
+boundPlpValues();
 
 export interface MssqlColumn {
   name: string;
@@ -72,8 +153,9 @@ export function mssqlConfig(target: ConnectionTarget): sql.config {
     // sends an attention and, when the server does not acknowledge it within cancelTimeout (5 s, its default), closes the
     // connection. Reads set their own, from the time left (query below).
     requestTimeout: deadlines.statementMs,
-    // Waiting for a free pooled connection is part of connecting.
-    pool: { max: 3, min: 0, idleTimeoutMillis: 60_000, acquireTimeoutMillis: deadlines.connectMs },
+    // Waiting for a free pooled connection is part of connecting. Sessions per database in this process:
+    // LOUPE_DB_POOL_SIZE (default 20).
+    pool: { max: dbPoolSize(), min: 0, idleTimeoutMillis: 60_000, acquireTimeoutMillis: deadlines.connectMs },
     options: {
       encrypt: target.sslEnabled,
       trustServerCertificate: false,
@@ -351,6 +433,10 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
     const tx = new sql.Transaction(p);
     began(tx);
     await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
+    // The tedious connection's options: where boundPlpValues flags a value too long to keep.
+    const flags = (tx as unknown as { _acquiredConnection?: { config?: { options?: Flagged } } })
+      ._acquiredConnection?.config?.options;
+    if (flags) flags[TOO_LARGE] = false;
     const collector = new RowCollector(opts.maxRows, opts.maxBytes);
     let columns: string[] = [];
     let meta: MssqlColumn[] = [];
@@ -384,6 +470,13 @@ export function mssqlDriver(target: ConnectionTarget): Driver {
         });
         req.on('row', (row: unknown[]) => {
           if (stopped) return;
+          if (flags?.[TOO_LARGE]) {
+            // A value of this row was longer than the bound: the read fails rather than answer it NULL.
+            stopped = true;
+            failed ??= valueTooLarge();
+            req.cancel();
+            return;
+          }
           const obj: Record<string, unknown> = {};
           columns.forEach((c, i) => {
             obj[c] = normalizeMssqlValue(row[i], meta[i] ?? { name: c });

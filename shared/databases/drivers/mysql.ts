@@ -7,6 +7,10 @@
  *   COM_RESET_CONNECTION   (rolls back and clears the session: GET_LOCK locks, variables, temporary
  *                          tables; a connection whose reset fails is destroyed, see resetSession)
  * multipleStatements stays off, so the server refuses stacked statements too.
+ * Memory: rows are streamed into the row collector one by one; once the result is full the connection
+ * is destroyed (the server stops sending). mysql2 buffers one whole packet (a row) at a time; a row
+ * longer than MESSAGE_LIMIT_BYTES (8 MiB + 64 KiB) ends the connection with VALUE_TOO_LARGE as its
+ * header arrives (limitMysqlPackets), so one read holds its capped result plus at most one bounded row.
  * Values: BIGINT/DECIMAL as strings, DATE as YYYY-MM-DD, DATETIME as ISO without zone, TIMESTAMP as
  * ISO UTC (Z), JSON as objects, binary as base64.
  */
@@ -14,9 +18,9 @@ import mysql from 'mysql2';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { dbDeadlines, dbPoolSize, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
-import { valueTooLarge } from './limits';
+import { limitMysqlPackets, valueTooLarge } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 type Conn = mysql.PoolConnection & { loupeBroken?: Error };
@@ -93,8 +97,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     // Every new connection resolves the host through the host policy and connects to the checked address
     // (the host name stays the TLS server name).
     stream: () => checkedSocket().connect(target.port ?? 3306, target.host),
-    connectionLimit: 3,
-    maxIdle: 3,
+    // Connections per database in this process (LOUPE_DB_POOL_SIZE, default 20), opened as reads need them.
+    connectionLimit: dbPoolSize(),
+    maxIdle: dbPoolSize(),
     idleTimeout: 60_000,
     connectTimeout: deadlines.connectMs,
     supportBigNumbers: true,
@@ -114,6 +119,7 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
     c.on('error', (e: Error) => {
       (c as Conn).loupeBroken ??= e;
     });
+    limitMysqlPackets(c as unknown as Parameters<typeof limitMysqlPackets>[0]);
   });
 
   /**
@@ -303,7 +309,9 @@ export function mysqlDriver(target: ConnectionTarget): Driver {
           },
         );
       } finally {
-        // A connection with unread rows or an unknown state is closed; the server then rolls back.
+        // A connection with unread rows or an unknown state is closed; the server then rolls back. A
+        // reusable one is reset (which also rolls back) before the answer: what a stored function left
+        // (a GET_LOCK lock) is gone when the caller has the rows, and the next read reuses the session.
         if (reusable) await resetAndRelease(c);
         else c.destroy();
       }

@@ -1,28 +1,38 @@
 /**
- * PostgreSQL adapter (pg). Each read runs as:
- *   BEGIN READ ONLY; SET LOCAL statement_timeout = …; SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601';
- *   set_config('search_path', <the role's path without pg_catalog>, true)   (PIN_SEARCH_PATH: pg_catalog first)
- *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>   (SELECT / VALUES; extended protocol: one statement only)
- *   FETCH n FROM loupe_cursor …                             (until maxRows + 1 rows or the byte cap)
- * The first three are pipelined (sent together, one round trip); later FETCHes follow one at a time.
- *   ROLLBACK                                                (sent before the answer returns; not awaited, see below)
- *   DISCARD ALL                                             (pipelined behind ROLLBACK: the session is reset
- *                                                            before the client is reused; a failed reset discards it)
- * EXPLAIN and SHOW run as one extended-protocol query inside the same transaction.
- * The ROLLBACK that ends a read is written to the socket at once (pg sends it synchronously when the
- * client is idle, which it is after the last FETCH) but the result does not wait for its reply: the client
- * returns to the pool when the reply arrives, or is discarded if ROLLBACK fails. Nothing was written, so
- * the rows are final either way. A frozen Lambda instance holds at most a pending reply; the database
- * has already received ROLLBACK. Writes (readOnly: false) await COMMIT.
+ * PostgreSQL adapter (pg). A read is one transaction, sent in one socket write and answered in order:
+ *   BEGIN READ ONLY; SET LOCAL statement_timeout = …;         (one simple-query message, our own text)
+ *     set_config('search_path', <the role's path without pg_catalog>, true)   (PIN_SEARCH_PATH: pg_catalog first)
+ *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>      (SELECT / VALUES; extended protocol: one
+ *                                                               statement only, parameters bound)
+ *   FETCH <maxRows + 1> FROM loupe_cursor; ROLLBACK            (rows streamed as they arrive, see below)
+ *   DISCARD ALL; <session settings>                            (only when the read may have left session
+ *                                                               state: it may run code an admin allowed)
+ * EXPLAIN and SHOW run as one extended-protocol statement between the same BEGIN and ROLLBACK.
+ *
+ * Session settings (TimeZone UTC, IntervalStyle ISO 8601; SESSION_SETTINGS) are sent once per connection,
+ * right after it opens, and again after each DISCARD ALL (which resets them). A read cannot change them
+ * for the reads that follow: it is a transaction that ends with ROLLBACK, and PostgreSQL undoes every SET
+ * and set_config made inside a transaction that rolls back. What outlives a ROLLBACK (session advisory
+ * locks, prepared statements, holdable cursors, dblink connections…) can only be made by code the guard
+ * does not admit unless an admin allowed it by name; a read of a connection that allows functions is
+ * followed by DISCARD ALL and the settings (docs/internals/database-sessions.md).
+ *
+ * Memory: rows are handed to the row collector one by one as pg parses them, never kept in a batch.
+ * Once the result is full (row or byte cap), the DataRows still arriving are dropped unparsed by the
+ * stream watcher (limits.ts), and when more than another byte cap's worth would follow, the connection is
+ * closed instead (the server stops at its next write). One read therefore holds its capped result plus at
+ * most one row in flight, and one row is at most MESSAGE_LIMIT_BYTES on the wire (8 MiB + 64 KiB).
+ *
+ * Writes (readOnly: false, approved statements) await COMMIT, and their session is closed, not pooled.
  * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
  */
 import pg from 'pg';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
-import { dbDeadlines, serverLimitMs, withTimer } from './deadline';
+import { dbDeadlines, dbPoolSize, serverLimitMs, withTimer } from './deadline';
 import { ConnectTimeoutError, QueryTimeoutError } from './errors';
-import { limitPostgresMessages } from './limits';
+import { limitPostgresMessages, type PostgresMessageWatch } from './limits';
 import type { ConnectionTarget, Driver, QueryOptions, QueryResult, SchemaSnapshot, TableInfo } from './types';
 
 const { Pool, types } = pg;
@@ -93,11 +103,21 @@ const typeParsers = {
 };
 
 /**
- * Sent before a client returns to the pool: closes cursors, drops temporary tables and prepared
- * statements, resets every setting and releases every session-level advisory lock (pg_advisory_unlock_all),
- * so nothing a read did (through a function, say) outlives it on the pooled connection.
+ * Sent, when a read may have left session state, before its client returns to the pool: closes cursors,
+ * drops temporary tables and prepared statements, resets every setting and releases every session-level
+ * advisory lock (pg_advisory_unlock_all), so nothing such a read did outlives it on the pooled connection.
  */
 export const RESET_SESSION = 'DISCARD ALL';
+
+/**
+ * Settings every pooled session has, set once per connection (after it opens, and after each DISCARD
+ * ALL, which resets them). A read cannot change them for later reads: it ends with ROLLBACK, which undoes
+ * every SET and set_config of its transaction. Sent as one simple-query message, so each entry is one
+ * statement of our own text (a setting that depends on the role, such as a pinned search_path, can be
+ * computed by the server: `SELECT pg_catalog.set_config('search_path', …, false)`).
+ */
+export const SESSION_SETTINGS: readonly string[] = ["SET TimeZone = 'UTC'", "SET IntervalStyle = 'iso_8601'"];
+const SESSION_SETUP = SESSION_SETTINGS.join('; ');
 
 /**
  * Runs `fn`, which issues pipelined queries synchronously, with the client's socket corked: pg writes each
@@ -143,10 +163,42 @@ const isFatal = (e: unknown) => {
   );
 };
 
-type Client = pg.PoolClient & { loupeBroken?: Error };
+type Client = pg.PoolClient & {
+  loupeBroken?: Error;
+  /** The stream watcher of this connection (limits.ts). */
+  loupeWatch?: PostgresMessageWatch;
+  /** The session settings sent when the connection opened; awaited by its first checkout. */
+  loupeSetup?: Promise<unknown>;
+};
 
 /** How long the statements that close a session (ROLLBACK, DISCARD ALL) may take before it is destroyed. */
 const CLEANUP_MS = 2_000;
+
+type Field = { name: string };
+type StreamedEnd = { fields: Field[]; rowCount: number | null };
+
+/**
+ * Sends one query whose rows go to `onRow` as pg parses them (a pg Query with a row listener and no
+ * callback keeps none of them); resolves at its ReadyForQuery with the first statement's fields and
+ * row count. A Query (not a custom submittable) is what pg allows on a pipelined client.
+ */
+function streamed(
+  c: pg.PoolClient,
+  config: { text: string; values?: unknown[]; queryMode?: 'extended' },
+  onRow: (row: unknown[], fields: Field[]) => void,
+): Promise<StreamedEnd> {
+  const q = new pg.Query({ ...config, rowMode: 'array' } as pg.QueryConfig) as unknown as NodeJS.EventEmitter;
+  const done = new Promise<StreamedEnd>((resolve, reject) => {
+    q.on('row', (row: unknown[], result: { fields: Field[] }) => onRow(row, result.fields));
+    q.on('end', (results: StreamedEnd | StreamedEnd[]) => {
+      const first = Array.isArray(results) ? results[0] : results;
+      resolve({ fields: first?.fields ?? [], rowCount: first?.rowCount ?? null });
+    });
+    q.on('error', reject);
+  });
+  c.query(q as unknown as pg.QueryConfig);
+  return done;
+}
 
 export function postgresDriver(target: ConnectionTarget): Driver {
   const deadlines = dbDeadlines();
@@ -159,14 +211,15 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     ssl: target.sslEnabled ? { rejectUnauthorized: true, servername: target.host } : false,
     // Every new connection resolves the host through the host policy and connects to the checked address.
     stream: () => checkedSocket(),
-    max: 3,
+    // Connections per database in this process (LOUPE_DB_POOL_SIZE, default 20), opened as reads need them.
+    max: dbPoolSize(),
     idleTimeoutMillis: 60_000,
     // Connecting, and waiting for a free client when all are busy (pg-pool: "timeout exceeded when trying
     // to connect"): both are connect-stage timeouts (422 CONNECTION_FAILED, TIMEOUT diagnosis).
     connectionTimeoutMillis: deadlines.connectMs,
     application_name: 'loupe',
     types: typeParsers,
-    // Queries are written as soon as they are issued (a read's first three go out together, see query).
+    // Queries are written as soon as they are issued (a read's statements go out together, see query).
     pipeline: true,
   } as pg.PoolConfig);
   // An idle client that loses its server must not crash the process; the next checkout reconnects.
@@ -176,14 +229,19 @@ export function postgresDriver(target: ConnectionTarget): Driver {
   // ends the process. Every client gets one for its whole life; it marks the client broken, so the
   // checkout that holds it destroys it instead of returning it to the pool. One read also holds at most
   // one bounded message: a longer row (a huge value) ends the connection with VALUE_TOO_LARGE before it
-  // is buffered (limits.ts).
+  // is buffered (limits.ts). The session settings go out at once, ahead of the first read.
   pool.on('connect', (client) => {
+    const c = client as Client;
     const stream = (
       client as unknown as { connection?: { stream?: Parameters<typeof limitPostgresMessages>[0] } }
     ).connection?.stream;
-    if (stream) limitPostgresMessages(stream);
+    if (stream) c.loupeWatch = limitPostgresMessages(stream);
     client.on('error', (e) => {
-      (client as Client).loupeBroken ??= e;
+      c.loupeBroken ??= e;
+    });
+    c.loupeSetup = client.query(SESSION_SETUP);
+    c.loupeSetup.catch((e) => {
+      c.loupeBroken ??= e as Error;
     });
   });
 
@@ -193,79 +251,75 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     (client as unknown as { connection?: { stream?: { destroy?(): void } } }).connection?.stream?.destroy?.();
   };
 
+  /** Statements that close a session, within CLEANUP_MS; past it the session is destroyed. */
+  const bounded = (client: Client, p: Promise<unknown>) =>
+    withTimer(
+      p,
+      CLEANUP_MS,
+      () => new Error('cleanup timed out'),
+      () => destroy(client),
+    );
+
+  /** ROLLBACK, and the reset with the session settings when `reset`: the statements that end a session. */
+  const closeSession = (client: Client, reset: boolean) => {
+    const all = [client.query('ROLLBACK')];
+    if (reset) all.push(client.query(RESET_SESSION), client.query(SESSION_SETUP));
+    for (const p of all) p.catch(() => {});
+    return Promise.all(all);
+  };
+
   /**
-   * Runs `fn` on a pooled client. `fn` may hand over the statement that ends its transaction with
-   * `releaseAfter` (its last step) instead of awaiting it: the client then returns to the pool when that
-   * statement completes, and is discarded if it fails.
-   */
-  /**
-   * `fn` on a pooled client, within `limit`: when it runs out (a frozen server, a black hole) the
-   * client's socket is destroyed, `limit.timeout()` is thrown, and the client is discarded.
+   * `fn` on a pooled client, within `limit`: when it runs out (a frozen server, a black hole) the client's
+   * socket is destroyed, `limit.timeout()` is thrown, and the client is discarded. `fn` answers with its
+   * value and `closing`, the statements it pipelined to end the session: the value is returned at once
+   * and the client goes back to the pool when `closing` succeeds (destroyed when it fails or is slow).
+   * When `fn` fails, the session is closed here (ROLLBACK, and the reset when `reset`), or destroyed.
    */
   async function withClient<T>(
     limit: { deadline: number; timeout: () => Error },
-    fn: (c: pg.PoolClient, releaseAfter: (closing: Promise<unknown>) => void) => Promise<T>,
+    reset: boolean,
+    fn: (c: Client) => Promise<{ value: T; closing?: Promise<unknown> }>,
   ): Promise<T> {
     const connectStarted = Date.now();
     const client = (await pool.connect()) as Client;
-    let broken: Error | undefined;
-    let closing: Promise<unknown> | undefined;
-    let reset: Promise<unknown> | undefined;
-    // Within the deadline, statements that end a session are bounded too: a session that cannot be closed
-    // in time is destroyed.
-    const bounded = (p: Promise<unknown>) =>
-      withTimer(
-        p,
-        CLEANUP_MS,
-        () => new Error('cleanup timed out'),
-        () => destroy(client),
-      );
+    let out: { value: T; closing?: Promise<unknown> };
     try {
       if (Date.now() >= limit.deadline) throw new ConnectTimeoutError(Date.now() - connectStarted);
-      const work = Promise.resolve().then(() =>
-        fn(client, (p) => {
-          closing = p;
-          // Pipelined behind the statement that closes the transaction (in the same socket write when the
-          // caller corks): no extra round trip.
-          reset = client.query(RESET_SESSION);
-          reset.catch(() => {});
-        }),
-      );
-      return await withTimer(work, limit.deadline - Date.now(), limit.timeout, () => destroy(client));
+      const work = Promise.resolve().then(async () => {
+        const setup = client.loupeSetup;
+        const run = fn(client);
+        if (setup) {
+          // Answered before anything the read sent (one pipeline, in order).
+          client.loupeSetup = undefined;
+          run.catch(() => {});
+          await setup;
+        }
+        return run;
+      });
+      out = await withTimer(work, limit.deadline - Date.now(), limit.timeout, () => destroy(client));
     } catch (e) {
-      broken = e as Error;
-      throw e;
-    } finally {
       // A client whose session failed (socket error, server shutdown, our timer) is destroyed, not returned
-      // to the pool. A client whose transaction could not be closed is discarded too. Every other client is
-      // reset before it goes back (DISCARD ALL: advisory locks, settings, temporary tables, prepared
-      // statements, LISTEN); one whose reset fails is discarded.
-      if (client.loupeBroken || (broken && isFatal(broken))) {
+      // to the pool. Any other is closed (ROLLBACK, and DISCARD ALL with the settings when the read may have
+      // left state) and returned; one that cannot be closed is discarded.
+      if (client.loupeBroken || isFatal(e)) {
         destroy(client);
         client.release(true);
-      } else if (broken) {
-        try {
-          await bounded(client.query('ROLLBACK'));
-          await bounded(client.query(RESET_SESSION));
-          client.release();
-        } catch {
-          client.release(true);
-        }
-      } else if (closing) {
-        bounded(Promise.all([closing, reset])).then(
+      } else
+        bounded(client, closeSession(client, reset)).then(
           () => (client.loupeBroken ? client.release(true) : client.release()),
           () => client.release(true),
         );
-      } else {
-        try {
-          await bounded(client.query(RESET_SESSION));
-          if (client.loupeBroken) client.release(true);
-          else client.release();
-        } catch {
-          client.release(true);
-        }
-      }
+      throw e;
     }
+    if (!out.closing || client.loupeBroken) {
+      if (client.loupeBroken) destroy(client);
+      client.release(client.loupeBroken ? true : undefined);
+    } else
+      bounded(client, out.closing).then(
+        () => (client.loupeBroken ? client.release(true) : client.release()),
+        () => client.release(true),
+      );
+    return out.value;
   }
 
   return {
@@ -276,9 +330,10 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         deadline: Date.now() + ms,
         timeout: () => new ConnectTimeoutError(ms, 'answering the connection test'),
       };
-      const version = await withClient(limit, async (c) => {
+      // SHOW outside a transaction changes nothing: the client goes back as it came.
+      const version = await withClient(limit, false, async (c) => {
         const r = await c.query<{ server_version: string }>('SHOW server_version');
-        return r.rows[0]?.server_version;
+        return { value: r.rows[0]?.server_version };
       });
       return { latencyMs: Math.round((performance.now() - started) * 100) / 100, serverVersion: version };
     },
@@ -286,103 +341,87 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     async introspect(opts) {
       const ms = opts?.timeoutMs ?? deadlines.statementMs;
       const deadline = Date.now() + ms;
-      return withClient({ deadline, timeout: () => new QueryTimeoutError(ms) }, async (c) => {
-        await c.query('BEGIN READ ONLY');
-        await c.query(`SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${PIN_SEARCH_PATH}`);
+      // Catalog reads of our own text: built-in code only, nothing outlives the ROLLBACK.
+      return withClient({ deadline, timeout: () => new QueryTimeoutError(ms) }, false, async (c) => {
+        await c.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${PIN_SEARCH_PATH}`);
         const snapshot = await introspect(c);
-        await c.query('ROLLBACK');
-        return snapshot;
+        return { value: snapshot, closing: c.query('ROLLBACK') };
       });
     },
 
     async query(text: string, opts: QueryOptions): Promise<QueryResult> {
       const started = performance.now();
       const readOnly = opts.readOnly !== false;
+      const kind = opts.kind ?? 'select';
+      const cursor = readOnly && (kind === 'select' || kind === 'values');
+      // A read is followed by the reset only when it may have left session state (see the file's head); a
+      // write's session is closed after COMMIT, or reset when the write fails.
+      const reset = !readOnly || opts.leavesNoSessionState !== true;
       const deadline = Date.now() + opts.timeoutMs;
       const statement = withoutTrailingSemicolons(text);
       const values = opts.params ?? [];
       const limit = { deadline, timeout: () => new QueryTimeoutError(opts.timeoutMs) };
-      const result = await withClient(limit, async (c, releaseAfter) => {
-        const kind = opts.kind ?? 'select';
-        const collector = new RowCollector(opts.maxRows, opts.maxBytes);
-        let columns: string[] = [];
-        let rowCount: number | undefined;
-        // Our own fixed text, one simple-query message (never user SQL).
-        const beginText =
-          `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ` +
-          `SET LOCAL TimeZone = 'UTC'; SET LOCAL IntervalStyle = 'iso_8601'${readOnly ? `; ${PIN_SEARCH_PATH}` : ''}`;
-        if (readOnly && (kind === 'select' || kind === 'values')) {
-          const fetch = (want: number) =>
-            c.query({
-              text: `FETCH ${want} FROM loupe_cursor`,
-              rowMode: 'array',
-            } as pg.QueryConfig);
-          let batch = 50;
-          let want = Math.min(batch, opts.maxRows + 1);
-          // The pool's clients pipeline: BEGIN, DECLARE (the user's statement, extended protocol with its
-          // parameters) and the first FETCH go out together, in one socket write, and are answered in order,
-          // in one round trip. Should BEGIN fail, DECLARE fails too (a cursor needs a transaction block):
-          // nothing runs outside the read-only transaction. Each reply is awaited in order; the first failure
-          // is the one reported.
-          const [begin, declare, first] = corked(c, () => [
-            c.query(beginText),
-            c.query({
-              text: CURSOR_PREFIX + statement,
-              values,
-              queryMode: 'extended',
-            } as pg.QueryConfig),
-            fetch(want),
-          ]);
-          let next = first;
-          for (const p of [begin, declare, next]) p.catch(() => {}); // each is awaited below, in order
-          await begin;
-          await declare;
-          for (;;) {
-            const r = await next;
-            if (columns.length === 0) columns = uniqueColumns(r.fields.map((f) => f.name));
-            let full = false;
-            for (const row of r.rows as unknown[][]) if (!collector.add(rowOf(columns, row))) full = true;
-            if (full || r.rows.length < want) break;
-            if (Date.now() > deadline) throw new QueryTimeoutError(opts.timeoutMs);
-            batch = Math.min(batch * 4, 2000);
-            want = Math.min(batch, opts.maxRows + 1 - collector.rows.length);
-            next = fetch(want);
-          }
-        } else {
-          await c.query(beginText);
-          const r = await c.query({
-            text: statement,
-            values,
-            rowMode: 'array',
-            queryMode: 'extended',
-          } as pg.QueryConfig);
-          columns = uniqueColumns((r.fields ?? []).map((f) => f.name));
-          for (const row of (r.rows ?? []) as unknown[][]) if (!collector.add(rowOf(columns, row))) break;
-          if (!readOnly) rowCount = r.rowCount ?? 0;
+      const collector = new RowCollector(opts.maxRows, opts.maxBytes);
+      let columns: string[] | undefined;
+      let end: StreamedEnd | undefined;
+      await withClient(limit, reset, async (c) => {
+        // Set when the result is full and more rows than a byte cap were still coming: the connection was
+        // ended on purpose, the rows collected are the answer.
+        let cut = false;
+        const onRow = (row: unknown[], fields: Field[]) => {
+          if (collector.truncated) return; // a row parsed in the same chunk as the one that filled the result
+          columns ??= uniqueColumns(fields.map((f) => f.name));
+          if (collector.add(rowOf(columns, row))) return;
+          // Full: the rows still coming are dropped unparsed; a read stops the server when more than
+          // another byte cap's worth would follow (a write runs to its end so that it can commit).
+          c.loupeWatch?.dropRows(readOnly ? opts.maxBytes : Number.POSITIVE_INFINITY, () => {
+            cut = true;
+            destroy(c);
+          });
+        };
+        const begin = `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}${readOnly ? `; ${PIN_SEARCH_PATH}` : ''}`;
+        // Our own fixed text in simple-query messages; the user's statement only ever in an extended-protocol
+        // Parse (one statement, parameters bound). Should BEGIN fail, the statement fails too (a cursor
+        // needs a transaction block): nothing runs outside the read-only transaction. Each reply is awaited
+        // in order; the first failure is the one reported.
+        const sent = corked(c, () => {
+          const first = c.query(begin);
+          const main = cursor
+            ? [
+                c.query({ text: CURSOR_PREFIX + statement, values, queryMode: 'extended' } as pg.QueryConfig),
+                streamed(c, { text: `FETCH ${opts.maxRows + 1} FROM loupe_cursor; ROLLBACK` }, onRow),
+              ]
+            : [streamed(c, { text: statement, values, queryMode: 'extended' }, onRow)];
+          const closing: Promise<unknown>[] = [];
+          if (readOnly && !cursor) closing.push(c.query('ROLLBACK'));
+          if (readOnly && reset) closing.push(c.query(RESET_SESSION), c.query(SESSION_SETUP));
+          return { first, main, closing };
+        });
+        for (const p of [sent.first, ...sent.main, ...sent.closing]) p.catch(() => {});
+        try {
+          await sent.first;
+          for (let k = 0; k < sent.main.length - 1; k++) await sent.main[k];
+          end = (await sent.main[sent.main.length - 1]) as StreamedEnd;
+        } catch (e) {
+          if (!cut) throw e;
         }
-        if (readOnly) corked(c, () => releaseAfter(c.query('ROLLBACK')));
-        else {
-          await c.query('COMMIT');
-          // An approved statement may have changed the session (SET ROLE, set_config, session locks…):
-          // the client is closed rather than returned to the pool.
-          const discard = Promise.reject(new Error('discard the session after a write'));
-          discard.catch(() => {});
-          releaseAfter(discard);
-        }
-        return { columns, collector, rowCount };
+        if (readOnly)
+          return { value: undefined, closing: sent.closing.length ? Promise.all(sent.closing) : undefined };
+        await c.query('COMMIT');
+        // An approved statement may have changed the session (SET ROLE, set_config, session locks…): the
+        // client is closed rather than returned to the pool.
+        destroy(c);
+        return { value: undefined };
       }).catch((e) => {
-        throw adjustPosition(
-          e,
-          readOnly && (opts.kind ?? 'select') !== 'explain' && (opts.kind ?? 'select') !== 'show',
-        );
+        throw adjustPosition(e, cursor);
       });
-      const { columns, collector } = result;
+      const names = columns ?? uniqueColumns((end?.fields ?? []).map((f) => f.name));
+      const rowCount = !readOnly ? (end?.rowCount ?? undefined) : undefined;
       return {
-        columns,
+        columns: names,
         rows: collector.rows,
-        rowCount:
-          columns.length === 0 && result.rowCount !== undefined ? result.rowCount : collector.rows.length,
-        ...(result.rowCount !== undefined ? { rowsAffected: result.rowCount } : {}),
+        rowCount: names.length === 0 && rowCount !== undefined ? rowCount : collector.rows.length,
+        ...(rowCount !== undefined ? { rowsAffected: rowCount } : {}),
         executionTime: Math.round((performance.now() - started) * 100) / 100,
         ...(collector.truncated ? { truncated: true } : {}),
       };

@@ -35,6 +35,12 @@ export interface QueryOptions {
    * through a cursor and other reads (EXPLAIN, SHOW) with a plain query. Absent: treated as SELECT.
    */
   kind?: 'select' | 'values' | 'explain' | 'show' | 'describe' | 'pragma' | 'mongo';
+  /**
+   * Set by runReadOnly when the guard admitted only reviewed built-in code (the connection allows no
+   * function by name), so the read cannot leave session state past the end of its transaction: the
+   * PostgreSQL adapter then skips its session reset (DISCARD ALL). Absent: the session is reset.
+   */
+  leavesNoSessionState?: boolean;
 }
 
 export interface QueryResult {

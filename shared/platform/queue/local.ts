@@ -144,13 +144,27 @@ export class LocalQueue implements Queue {
     queue: string,
     opts: { max: number; visibilityTimeoutSeconds: number; maxReceiveCount: number },
   ): Promise<ReceivedMessage[]> {
+    return (await this.receiveAndLook(queue, opts)).messages;
+  }
+
+  /**
+   * receive, and the earliest time a message not received now becomes visible (a delayed message, a
+   * retry after its backoff, one in flight whose visibility timeout runs out), when the same query saw
+   * one: the local runtime sleeps until then instead of polling (infra/local/workers.ts).
+   */
+  async receiveAndLook(
+    queue: string,
+    opts: { max: number; visibilityTimeoutSeconds: number; maxReceiveCount: number },
+  ): Promise<{ messages: ReceivedMessage[]; nextVisibleAt?: number }> {
     const now = this.now();
-    const candidates = await db.query<MessageItem>({
+    // In visibility order: the visible messages first, then the first one that is not visible yet.
+    const items = await db.query<MessageItem>({
       pk: visiblePk(queue),
       index: 'gsi1',
-      between: ['0', `${pad(now)}#~`],
-      limit: opts.max * 2,
+      limit: opts.max * 2 + 1,
     });
+    const candidates = items.filter((i) => i.visibleAt <= now);
+    const nextVisibleAt = items.find((i) => i.visibleAt > now)?.visibleAt;
     const out: ReceivedMessage[] = [];
     for (const c of candidates) {
       if (out.length >= opts.max) break;
@@ -178,7 +192,7 @@ export class LocalQueue implements Queue {
       }
       out.push(message);
     }
-    return out;
+    return { messages: out, nextVisibleAt };
   }
 
   /** Deletes a processed message (only while `message.receipt` is its current delivery). */

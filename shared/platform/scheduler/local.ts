@@ -166,13 +166,18 @@ export class LocalScheduler implements Scheduler {
 
   /** Fires every schedule due now (once each, whatever was missed) into the scheduled queue. */
   async fireDue(max = 100): Promise<ScheduledInvocation[]> {
+    return (await this.fireDueAndLook(max)).fired;
+  }
+
+  /**
+   * fireDue, and the next due time of a schedule that is not due yet, when the same query saw one: the
+   * local runtime sleeps until then instead of polling (infra/local/workers.ts).
+   */
+  async fireDueAndLook(max = 100): Promise<{ fired: ScheduledInvocation[]; nextDueAt?: number }> {
     const now = this.now();
-    const due = await db.query<ScheduleItem>({
-      pk: DUE_PK,
-      index: 'gsi1',
-      between: ['0', `${pad(now)}#~`],
-      limit: max,
-    });
+    // In due order: the due schedules first, then the first one that is not due yet.
+    const due = await db.query<ScheduleItem>({ pk: DUE_PK, index: 'gsi1', limit: max + 1 });
+    const nextDueAt = due.find((s) => s.nextFireAt !== undefined && s.nextFireAt > now)?.nextFireAt;
     const fired: ScheduledInvocation[] = [];
     for (const s of due) {
       if (s.nextFireAt === undefined || s.nextFireAt > now) continue;
@@ -187,7 +192,7 @@ export class LocalScheduler implements Scheduler {
       await this.queue.enqueue(SCHEDULED_QUEUE, inv);
       fired.push(inv);
     }
-    return fired;
+    return { fired, nextDueAt };
   }
 
   /**
