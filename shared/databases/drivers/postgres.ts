@@ -343,7 +343,9 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       const deadline = Date.now() + ms;
       // Catalog reads of our own text: built-in code only, nothing outlives the ROLLBACK.
       return withClient({ deadline, timeout: () => new QueryTimeoutError(ms) }, false, async (c) => {
-        await c.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${PIN_SEARCH_PATH}`);
+        await c.query(
+          `BEGIN READ ONLY; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${PIN_SEARCH_PATH}`,
+        );
         const snapshot = await introspect(c);
         return { value: snapshot, closing: c.query('ROLLBACK') };
       });
