@@ -5,6 +5,7 @@ import { annotationsFor } from '../connections/annotations';
 import { listConnections } from '../connections/connections';
 import { connectionForUse } from '../connections/execute';
 import { cachedSchema } from '../connections/schema';
+import { usableValues } from '../connections/value-index';
 import { ownConversation, titleFrom } from '../conversations/conversations';
 import { conversationStore } from '../conversations/store';
 import { type StreamSink, sseReply } from '../http/stream';
@@ -83,6 +84,7 @@ export async function chat(ctx: AuthContext, body: Body) {
         availableConnections: available,
         tables: schema?.schema.tables ?? null,
         notes,
+        values: usableValues(schema?.values, notes),
         schemaSummary: schema?.schemaSummary ?? null,
         history,
         question: body.message,
