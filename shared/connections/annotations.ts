@@ -87,7 +87,7 @@ export async function writeAnnotation(
       dataType: input.dataType ?? null,
       examples: input.examples ?? null,
       source,
-      ...(input.sampleValues === false ? { sampleValues: false } : {}),
+      sampleValues: input.sampleValues !== false,
       createdAt: now,
       updatedAt: now,
     };

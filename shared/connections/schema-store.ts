@@ -122,7 +122,7 @@ export async function loadSchema(
     schema: parsed.schema,
     schemaSummary: parsed.schemaSummary,
     schemaUpdatedAt: meta.schemaUpdatedAt,
-    values: parsed.values ?? null,
+    ...(parsed.values ? { values: parsed.values } : {}),
   };
 }
 

@@ -131,15 +131,21 @@ export function excludedColumn(table: string, column: string, notes: ExclusionNo
 /** The columns of a table whose values may be sampled. */
 export function eligibleColumns(table: TableInfo, notes: ExclusionNote[]): string[] {
   if (table.kind === 'view') return [];
-  return table.columns
+  const names = table.columns
     .filter(
       (c) =>
         (table.kind === 'collection' ? /\bstring\b/.test(c.type) : isTextType(c.type)) &&
         c.name !== '_id' &&
-        !excludedColumn(table.name, c.name, notes),
+        // A MongoDB field inside an excluded one (`secret.note`) is excluded with it.
+        !c.name
+          .split('.')
+          .some((_, i, parts) => excludedColumn(table.name, parts.slice(0, i + 1).join('.'), notes)),
     )
-    .slice(0, COLUMNS_PER_TABLE)
     .map((c) => c.name);
+  // MongoDB: a field and a field inside it cannot both be projected (a path collision): the outer one stays.
+  const kept =
+    table.kind === 'collection' ? names.filter((n) => !names.some((o) => n.startsWith(`${o}.`))) : names;
+  return kept.slice(0, COLUMNS_PER_TABLE);
 }
 
 const quote = (type: DbType, ident: string) => {
