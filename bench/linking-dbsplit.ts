@@ -91,10 +91,9 @@ export async function loadKaggleSplit(
         if (doc) await client.query(`COMMENT ON COLUMN ${table}.${quote(c.name)} IS ${literal(doc)}`);
         // The documented values as rows of their column (the corpus has no other rows).
         if (enums.length && (TYPE[c.type] ?? 'text') === 'text') {
-          await client.query(
-            `INSERT INTO ${table} (${quote(c.name)}) SELECT unnest($1::text[])`,
-            [enums.map(([k]) => k)],
-          );
+          await client.query(`INSERT INTO ${table} (${quote(c.name)}) SELECT unnest($1::text[])`, [
+            enums.map(([k]) => k),
+          ]);
           rows += enums.length;
         }
       }
@@ -104,7 +103,9 @@ export async function loadKaggleSplit(
     for (const t of d.tables) {
       if (t.primaryKey.length)
         await client
-          .query(`ALTER TABLE ${quote(nameOf(t.name))} ADD PRIMARY KEY (${t.primaryKey.map(quote).join(', ')})`)
+          .query(
+            `ALTER TABLE ${quote(nameOf(t.name))} ADD PRIMARY KEY (${t.primaryKey.map(quote).join(', ')})`,
+          )
           .catch(() => {});
     }
     for (const t of d.tables)

@@ -15,7 +15,6 @@ import { type ColumnValues, usableValues } from '../shared/connections/value-ind
 import type { TableInfo } from '../shared/databases/drivers/types';
 import type { DbServer } from '../test/support/databases';
 import type { TestServer } from '../test/support/server';
-import { loadKaggleSplit } from './linking-dbsplit';
 import {
   CORPUS_DIR,
   loadDump,
@@ -25,6 +24,7 @@ import {
   spiderSchemas,
   sqlEvalDatabases,
 } from './linking-data';
+import { loadKaggleSplit } from './linking-dbsplit';
 
 /**
  * The single-schema linking benchmarks: every database's tables side by side in ONE PostgreSQL schema

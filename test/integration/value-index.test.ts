@@ -136,7 +136,8 @@ describe('value index on PostgreSQL', () => {
     expect(of('member', 'position')).toEqual(expect.arrayContaining(['Vice President', 'Treasurer']));
     // Huge values are cut by the database and never kept; no stored value is longer than the bound.
     expect(of('member', 'bio')).toBeUndefined();
-    for (const c of values?.columns ?? []) for (const v of c.v) expect(v.length).toBeLessThanOrEqual(VALUE_MAX_CHARS);
+    for (const c of values?.columns ?? [])
+      for (const v of c.v) expect(v.length).toBeLessThanOrEqual(VALUE_MAX_CHARS);
     const schema = await s.call('GET', `/connections/${connectionId}/schema`);
     expect(schema.status).toBe(200);
     expect(schema.body.data.values).toBeUndefined();
@@ -185,7 +186,12 @@ describe('value index on PostgreSQL', () => {
 
   it('drops values at once when an annotation excludes their column, and chat stops showing them', async () => {
     const r = await s.call('POST', `/connections/${connectionId}/annotations`, {
-      body: { tableName: 'member', columnName: 'position', annotation: 'Role in the club.', sampleValues: false },
+      body: {
+        tableName: 'member',
+        columnName: 'position',
+        annotation: 'Role in the club.',
+        sampleValues: false,
+      },
     });
     expect(r.status, r.text).toBe(201);
     const values = await stored();
@@ -205,10 +211,14 @@ describe('value index on PostgreSQL', () => {
       body: { email: 'no-club@example.com', name: 'Outsider', connectionIds: [] },
     });
     expect(m.status, m.text).toBe(201);
-    const key = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'k' } })).body.data.key;
+    const key = (await s.call('POST', `/members/${m.body.data.id}/keys`, { body: { name: 'k' } })).body.data
+      .key;
     const schema = await s.call('GET', `/connections/${connectionId}/schema`, { key });
     expect(schema.status).toBe(404);
-    const chat = await s.call('POST', '/chat', { body: { message: 'When is the Harvest Gala?', connectionId }, key });
+    const chat = await s.call('POST', '/chat', {
+      body: { message: 'When is the Harvest Gala?', connectionId },
+      key,
+    });
     expect(chat.status).toBe(404);
     expect(chat.text).not.toContain('Harvest Gala');
     expect(completions(fake)).toHaveLength(0);
