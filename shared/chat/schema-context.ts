@@ -476,6 +476,15 @@ export function buildSchemaContext(
       seen.add(i);
       order.push(i);
     }
+  // Room left after every matched table: their linked tables next (a table's neighbours in rank order),
+  // so that a table one join away from a match is described rather than the room left empty.
+  const matched = order.length;
+  for (let k = 0; k < matched; k++)
+    for (const j of index.neighbours(order[k]))
+      if (!seen.has(j)) {
+        seen.add(j);
+        order.push(j);
+      }
   // Nothing matched: start from the largest tables.
   if (!order.length)
     tables
