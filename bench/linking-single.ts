@@ -309,7 +309,7 @@ export async function loadSingleBenches(
       notes,
       values,
       questions: qs,
-      about: `${set.name}: ${tables.length} tables; ${about}; value index: ${cached?.values?.stats.columnsKept ?? 0} columns, ${cached?.values?.stats.chars ?? 0} characters of values`,
+      about: `${set.name}: ${tables.length} tables; ${about}; value index: ${cached?.values?.stats.columnsKept ?? 0} columns of ${cached?.values?.stats.tablesRead ?? 0} tables read, ${cached?.values?.stats.chars ?? 0} characters of values${cached?.values?.stats.stoppedBy ? ` (stopped by ${cached.values.stats.stoppedBy})` : ''}`,
     });
   }
   if (cacheFile) {

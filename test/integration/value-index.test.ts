@@ -1,3 +1,7 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { loadSchema } from '../../shared/connections/schema-store';
 import { VALUE_MAX_CHARS } from '../../shared/connections/value-index';
@@ -5,6 +9,7 @@ import { addBalance } from '../../shared/usage/balance';
 import {
   createConnection,
   createPostgresDatabase,
+  placeSqlite,
   postgresAdmin,
   postgresConnection,
 } from '../support/connections';
@@ -222,5 +227,44 @@ describe('value index on PostgreSQL', () => {
     expect(chat.status).toBe(404);
     expect(chat.text).not.toContain('Harvest Gala');
     expect(completions(fake)).toHaveLength(0);
+  });
+});
+
+/** The same sampling on SQLite (node:sqlite): text-affinity columns, secret names never read. */
+describe('value index on SQLite', () => {
+  let s: TestServer;
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('samples text columns, skips numbers, secrets and huge values, and stores them with the schema', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'loupe-values-')), 'shop.sqlite');
+    const db = new DatabaseSync(file);
+    db.exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT, region VARCHAR(20), qty INTEGER,
+               session_token TEXT, note TEXT);
+             CREATE VIEW open_orders AS SELECT * FROM orders WHERE status = 'open';`);
+    const insert = db.prepare(
+      'INSERT INTO orders (status, region, qty, session_token, note) VALUES (?, ?, ?, ?, ?)',
+    );
+    for (let i = 0; i < 30; i++)
+      insert.run(
+        ['open', 'paid', 'refunded'][i % 3],
+        ['Nord', 'Süd'][i % 2],
+        i,
+        `secret-${i}`,
+        'y'.repeat(5_000),
+      );
+    db.close();
+    s = await startTestServer();
+    const id = await createConnection(s, { name: 'Shop', type: 'SQLITE', database: placeSqlite(s, file) });
+    const t = await s.call('POST', `/connections/${id}/test`);
+    expect(t.body.data, t.text).toMatchObject({ success: true, schemaIntrospected: true });
+    const values = (await loadSchema(s.app.orgId, id))?.values;
+    expect(values?.stats.failures).toBe(0);
+    expect(values?.columns).toEqual([
+      { t: 'orders', c: 'region', v: ['Nord', 'Süd'] },
+      { t: 'orders', c: 'status', v: ['open', 'paid', 'refunded'] },
+    ]);
+    expect(JSON.stringify(values)).not.toContain('secret-');
   });
 });
