@@ -14,7 +14,7 @@ import { type CachedSchema, loadSchema, saveSchema } from './schema-store';
 import { type ConnectionRecord, connectionStore, type StoredDiagnosis } from './store';
 import { summarizeSchema } from './summary';
 import { targetFor } from './target';
-import { sampleValues, type ValueIndex } from './value-index';
+import { sampleValues, usableValues, type ValueIndex } from './value-index';
 
 /** For other capabilities: the cached schema of a connection the caller may use (404 otherwise), or null. */
 export async function cachedSchema(ctx: AuthContext, connectionId: string): Promise<CachedSchema | null> {
@@ -82,7 +82,13 @@ export async function storeIntrospected(
     sampleConnectionValues(rec, schema, annotations, opts),
   ]);
   const schemaUpdatedAt = nowIso();
-  const value = { schema, schemaSummary, schemaUpdatedAt, values };
+  // An exclusion written while sampling ran is honoured before anything is stored.
+  let kept = values;
+  if (kept?.columns.length) {
+    const latest = await listAnnotationsOf(rec.orgId, rec.id).catch(() => null);
+    kept = latest ? { ...kept, columns: usableValues(kept, latest) } : null;
+  }
+  const value = { schema, schemaSummary, schemaUpdatedAt, values: kept };
   await saveSchema(rec.orgId, rec.id, value);
   const updated = await connectionStore.patch(
     rec.orgId,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { buildSchemaContext } from '../../shared/chat/schema-context';
 import { buildIndex, valueKey } from '../../shared/connections/schema-index';
 import {
   distinctValues,
@@ -230,5 +231,44 @@ describe('value index: matching a question', () => {
       [],
     );
     expect([...abbreviated.rank('Which department has the largest budget amount?').keys()]).toContain(0);
+  });
+});
+
+describe('join-path completion', () => {
+  const fk = (columns: string[], referencedTable: string) => ({
+    columns,
+    referencedTable,
+    referencedColumns: ['id'],
+  });
+  const t = (name: string, cols: string[], extra: Partial<TableInfo> = {}) =>
+    table(name, [['id', 'integer'], ...cols.map((c) => [c, 'text'] as [string, string])], {
+      primaryKey: ['id'],
+      ...extra,
+    });
+  // alpha_station ← enrolment → cohort ← sitting → omega_exam: two tables between the named ones, named
+  // by no word of the question; decoys share the question's words.
+  const tables = [
+    t('alpha_station', ['label']),
+    t('enrolment', ['station_ref', 'cohort_ref'], {
+      foreignKeys: [fk(['station_ref'], 'alpha_station'), fk(['cohort_ref'], 'cohort')],
+    }),
+    t('cohort', ['label']),
+    t('sitting', ['cohort_ref', 'exam_ref'], {
+      foreignKeys: [fk(['cohort_ref'], 'cohort'), fk(['exam_ref'], 'omega_exam')],
+    }),
+    t('omega_exam', ['label']),
+    ...Array.from({ length: 80 }, (_, i) => t(`alpha_log_${i}`, ['station_note', 'exam_note'])),
+    ...Array.from({ length: 80 }, (_, i) => t(`omega_note_${i}`, ['exam_label', 'station_label'])),
+  ];
+
+  it('describes every table on the shortest path between two named tables, however many decoys match', () => {
+    const ctx = buildSchemaContext(tables, [], 'Which alpha station took which omega exam?', [], {
+      maxChars: 4_000,
+    });
+    // Right after the two named tables, before every decoy.
+    for (const name of ['alpha_station', 'omega_exam', 'enrolment', 'cohort', 'sitting'])
+      expect(ctx.detailed.indexOf(name), name).toBeGreaterThanOrEqual(0);
+    for (const name of ['enrolment', 'cohort', 'sitting'])
+      expect(ctx.detailed.indexOf(name), name).toBeLessThan(5);
   });
 });
