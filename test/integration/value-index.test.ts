@@ -9,6 +9,8 @@ import { addBalance } from '../../shared/usage/balance';
 import {
   createConnection,
   createPostgresDatabase,
+  mariadbAdmin,
+  mariadbConnection,
   placeSqlite,
   postgresAdmin,
   postgresConnection,
@@ -266,5 +268,50 @@ describe('value index on SQLite', () => {
       { t: 'orders', c: 'status', v: ['open', 'paid', 'refunded'] },
     ]);
     expect(JSON.stringify(values)).not.toContain('secret-');
+  });
+});
+
+const maria = inject('mariadb');
+
+/** MariaDB: ENUM and VARCHAR columns sampled; excluded columns unreadable by the test user, never read. */
+describe.skipIf(!maria)('value index on MariaDB', () => {
+  const M = 'value_index_maria';
+  let s: TestServer;
+  beforeAll(async () => {
+    const m = maria!;
+    await mariadbAdmin(m, undefined, `DROP DATABASE IF EXISTS ${M}; CREATE DATABASE ${M};`);
+    await mariadbAdmin(
+      m,
+      M,
+      `CREATE TABLE orders (id INT PRIMARY KEY, status ENUM('open','paid','refunded'), region VARCHAR(20),
+         size_code VARCHAR(5), api_token VARCHAR(40));
+       INSERT INTO orders VALUES (1,'open','Nord','S','tok-1'), (2,'paid','Süd','M','tok-2'), (3,'paid','Nord','S','tok-3');
+       GRANT SELECT (id, status, region), INSERT (size_code, api_token) ON ${M}.orders TO '${m.user}'@'%';`,
+    );
+    s = await startTestServer();
+  });
+  afterAll(async () => {
+    await s?.stop();
+    if (maria) await mariadbAdmin(maria, undefined, `DROP DATABASE IF EXISTS ${M}`);
+  });
+
+  it('samples ENUM and VARCHAR values and never names a column it may not read', async () => {
+    const id = await createConnection(s, mariadbConnection(maria!, { database: M }));
+    const ann = await s.call('POST', `/connections/${id}/annotations`, {
+      body: { tableName: 'orders', columnName: 'size_code', annotation: 'Internal.', sampleValues: false },
+    });
+    expect(ann.status, ann.text).toBe(201);
+    const t = await s.call('POST', `/connections/${id}/test`);
+    expect(t.body.data, t.text).toMatchObject({ success: true, schemaIntrospected: true });
+    const cached = await loadSchema(s.app.orgId, id);
+    // The columns are listed (the user holds a privilege on them), so only the exclusion kept them unread.
+    expect(cached?.schema.tables[0].columns.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['size_code', 'api_token']),
+    );
+    expect(cached?.values?.stats.failures).toBe(0);
+    expect(cached?.values?.columns).toEqual([
+      { t: 'orders', c: 'region', v: ['Nord', 'Süd'] },
+      { t: 'orders', c: 'status', v: ['paid', 'open'] },
+    ]);
   });
 });
