@@ -9,7 +9,7 @@ import { schemaSearchReply } from '../shared/chat/schema-search';
 import { toolDefinitions } from '../shared/chat/tools';
 import { listAnnotationsOf } from '../shared/connections/annotations';
 import { runAutoAnnotation } from '../shared/connections/auto-annotate';
-import { buildIndex } from '../shared/connections/schema-index';
+import { buildIndex, schemaKey } from '../shared/connections/schema-index';
 import { loadSchema } from '../shared/connections/schema-store';
 import { type ColumnValues, usableValues } from '../shared/connections/value-index';
 import type { TableInfo } from '../shared/databases/drivers/types';
@@ -354,6 +354,8 @@ export function evaluate(bench: SingleBench, q: SingleQuestion): SingleOutcome {
     tables: bench.tables,
     notes: bench.notes,
     values: bench.values ?? [],
+    // As chat keys the index: from the cache's time stamp and the annotations' last change.
+    schemaKey: schemaKey(`bench:${bench.name}`, 'cached', bench.notes),
     schemaSummary: null,
     history: [],
     question: q.question,

@@ -58,6 +58,8 @@ export interface AssistantInput {
   notes: NoteLike[];
   /** The connection's usable sampled values (value index), [] or absent when none. */
   values?: ColumnValues[];
+  /** The schema's content key (schemaKey in schema-index.ts); absent: the schema is digested. */
+  schemaKey?: string;
   schemaSummary: string | null;
   history: HistoryMessage[];
   question: string;
@@ -130,6 +132,7 @@ export function firstSchemaContext(
     maxChars: schemaRoomOf(input),
     semantic,
     values: input.values,
+    indexKey: input.schemaKey,
   });
 }
 
@@ -348,7 +351,11 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
       const arg = parsed.ok ? (parsed.value.query ?? parsed.value.keywords) : undefined;
       const query = typeof arg === 'string' ? arg.trim() : '';
       const found = query
-        ? searchSchema({ tables, notes: input.notes, values: input.values }, query, SEARCH_SCHEMA_LIMIT)
+        ? searchSchema(
+            { tables, notes: input.notes, values: input.values, indexKey: input.schemaKey },
+            query,
+            SEARCH_SCHEMA_LIMIT,
+          )
         : [];
       step({
         action: tc.name,

@@ -333,6 +333,8 @@ export interface SchemaContextOptions {
   semantic?: number[];
   /** The connection's usable sampled values (value-index.ts usableValues); absent or [] when none. */
   values?: ColumnValues[];
+  /** The schema's content key (schemaKey), so the index is found without digesting the schema. */
+  indexKey?: string;
 }
 
 /** How many of the embedding ranking's best tables may be added to what lexical ranking chose. */
@@ -429,7 +431,7 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  const index = indexFor(tables, notes, opts.values ?? []);
+  const index = indexFor(tables, notes, opts.values ?? [], opts.indexKey);
   const questionTerms = new Set(terms(question));
   const { scores: score, hits } = lexicalScores(index, question);
   named = hitsByTable(index, hits);

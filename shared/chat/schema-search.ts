@@ -22,14 +22,14 @@ export interface SchemaMatch {
  * annotations (notes; [] when none); at most `limit` matches, best first; [] for a query without words.
  */
 export function searchSchema(
-  schema: { tables: TableInfo[]; notes?: NoteLike[]; values?: ColumnValues[] },
+  schema: { tables: TableInfo[]; notes?: NoteLike[]; values?: ColumnValues[]; indexKey?: string },
   query: string,
   limit = 10,
 ): SchemaMatch[] {
   const notes = schema.notes ?? [];
   const questionTerms = new Set(terms(query));
   const notesFor = notesByTable(notes);
-  const index = indexFor(schema.tables, notes, schema.values ?? []);
+  const index = indexFor(schema.tables, notes, schema.values ?? [], schema.indexKey);
   const named = valuesNamed(index, query);
   return rankTables(schema.tables, notes, query, index)
     .slice(0, Math.max(0, limit))
@@ -67,7 +67,9 @@ export const schemaSearchReply = (
   notes: NoteLike[],
   query: string,
   values: ColumnValues[] = [],
-) => schemaSearchLines(searchSchema({ tables, notes, values }, query, SEARCH_SCHEMA_LIMIT)).join('\n');
+  indexKey?: string,
+) =>
+  schemaSearchLines(searchSchema({ tables, notes, values, indexKey }, query, SEARCH_SCHEMA_LIMIT)).join('\n');
 
 /**
  * The tables searchSchema ranks first, as the introspected tables themselves (the MCP endpoint's

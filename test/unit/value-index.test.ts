@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildSchemaContext } from '../../shared/chat/schema-context';
-import { buildIndex, valueKey } from '../../shared/connections/schema-index';
+import { buildIndex, indexFor, schemaKey, valueKey } from '../../shared/connections/schema-index';
 import {
   distinctValues,
   eligibleColumns,
@@ -270,5 +270,25 @@ describe('join-path completion', () => {
       expect(ctx.detailed.indexOf(name), name).toBeGreaterThanOrEqual(0);
     for (const name of ['enrolment', 'cohort', 'sitting'])
       expect(ctx.detailed.indexOf(name), name).toBeLessThan(5);
+  });
+});
+
+describe('index content key', () => {
+  it('changes with the schema time stamp and any annotation change, and a stale key never serves another schema', () => {
+    const notes = [{ updatedAt: '2026-01-01T00:00:00Z' }, { updatedAt: '2026-01-02T00:00:00Z' }];
+    const k = schemaKey('c1', '2026-01-03T00:00:00Z', notes);
+    expect(schemaKey('c1', '2026-01-04T00:00:00Z', notes)).not.toBe(k);
+    expect(
+      schemaKey('c1', '2026-01-03T00:00:00Z', [...notes, { updatedAt: '2026-01-01T00:00:00Z' }]),
+    ).not.toBe(k);
+    expect(
+      schemaKey('c1', '2026-01-03T00:00:00Z', [notes[0], { updatedAt: '2026-01-05T00:00:00Z' }]),
+    ).not.toBe(k);
+    expect(schemaKey('c2', '2026-01-03T00:00:00Z', notes)).not.toBe(k);
+    const one = [table('a', [['x', 'text']])];
+    const two = [table('a', [['x', 'text']]), table('b', [['y', 'text']])];
+    expect(indexFor(one, [], [], 'same').tables).toBe(one);
+    // The same key with other tables (a caller's mistake) builds the index of the tables given.
+    expect(indexFor(two, [], [], 'same').tables).toBe(two);
   });
 });
