@@ -9,8 +9,9 @@ import { schemaSearchReply } from '../shared/chat/schema-search';
 import { toolDefinitions } from '../shared/chat/tools';
 import { listAnnotationsOf } from '../shared/connections/annotations';
 import { runAutoAnnotation } from '../shared/connections/auto-annotate';
-import { buildIndex } from '../shared/connections/schema-index';
+import { buildIndex, schemaKey } from '../shared/connections/schema-index';
 import { loadSchema } from '../shared/connections/schema-store';
+import { type ColumnValues, usableValues } from '../shared/connections/value-index';
 import type { TableInfo } from '../shared/databases/drivers/types';
 import type { DbServer } from '../test/support/databases';
 import type { TestServer } from '../test/support/server';
@@ -23,6 +24,7 @@ import {
   spiderSchemas,
   sqlEvalDatabases,
 } from './linking-data';
+import { loadKaggleSplit } from './linking-dbsplit';
 
 /**
  * The single-schema linking benchmarks: every database's tables side by side in ONE PostgreSQL schema
@@ -53,6 +55,8 @@ export interface SingleBench {
   name: string;
   tables: TableInfo[];
   notes: NoteLike[];
+  /** The value index sampled when the warehouse was introspected (usable values). */
+  values: ColumnValues[];
   questions: SingleQuestion[];
   /** What was loaded, for the notes. */
   about: string;
@@ -177,6 +181,19 @@ async function loadSqlEvalSingle(pgServer: DbServer) {
   }
 }
 
+/** Loads the KaggleDBQA warehouse (split by database, bench/linking-dbsplit.ts) into `split_kaggledbqa`. */
+async function loadKaggleSingle(pgServer: DbServer) {
+  const client = await freshDatabase(pgServer, 'split_kaggledbqa');
+  try {
+    const loaded = await loadKaggleSplit(client, assignNames);
+    await client.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${pgServer.user}`);
+    await client.query('ANALYZE');
+    return loaded;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Loads every Spider database's tables into database `single_spider`; the dev questions. */
 async function loadSpiderSingle(pgServer: DbServer) {
   const dbs = JSON.parse(readFileSync(join(SPIDER_DIR, 'tables.json'), 'utf8')) as SpiderDb[];
@@ -232,6 +249,11 @@ export async function loadSingleBenches(
     load: () => Promise<{ questions: SingleQuestion[]; about: string }>;
   }> = [
     { name: 'sql-eval single schema', database: 'single_sqleval', load: () => loadSqlEvalSingle(pgServer) },
+    {
+      name: 'KaggleDBQA split by database',
+      database: 'split_kaggledbqa',
+      load: () => loadKaggleSingle(pgServer),
+    },
   ];
   if (spiderPresent())
     sets.push({
@@ -269,8 +291,10 @@ export async function loadSingleBenches(
       requestedBy: adminUserId,
       requestedAt: new Date().toISOString(),
     });
-    const tables = (await loadSchema(orgId, connectionId))?.schema.tables ?? [];
-    const notes = (await listAnnotationsOf(orgId, connectionId)).map((n) => ({
+    const cached = await loadSchema(orgId, connectionId);
+    const tables = cached?.schema.tables ?? [];
+    const annotations = await listAnnotationsOf(orgId, connectionId);
+    const notes = annotations.map((n) => ({
       tableName: n.tableName,
       columnName: n.columnName,
       annotation: n.annotation,
@@ -278,12 +302,14 @@ export async function loadSingleBenches(
       examples: n.examples,
       source: n.source,
     })) as NoteLike[];
+    const values = usableValues(cached?.values, annotations);
     benches.push({
       name: set.name,
       tables,
       notes,
+      values,
       questions: qs,
-      about: `${set.name}: ${tables.length} tables; ${about}`,
+      about: `${set.name}: ${tables.length} tables; ${about}; value index: ${cached?.values?.stats.columnsKept ?? 0} columns of ${cached?.values?.stats.tablesRead ?? 0} tables read, ${cached?.values?.stats.chars ?? 0} characters of values${cached?.values?.stats.stoppedBy ? ` (stopped by ${cached.values.stats.stoppedBy})` : ''}`,
     });
   }
   if (cacheFile) {
@@ -327,6 +353,9 @@ export function evaluate(bench: SingleBench, q: SingleQuestion): SingleOutcome {
     connection: { id: 'bench', name: 'Warehouse', type: 'POSTGRES' as const, database: 'warehouse' },
     tables: bench.tables,
     notes: bench.notes,
+    values: bench.values ?? [],
+    // As chat keys the index: from the cache's time stamp and the annotations' last change.
+    schemaKey: schemaKey(`bench:${bench.name}`, 'cached', bench.notes),
     schemaSummary: null,
     history: [],
     question: q.question,
@@ -350,7 +379,7 @@ export function evaluate(bench: SingleBench, q: SingleQuestion): SingleOutcome {
   const missing = q.tables.filter((t) => !describes(system, t));
   let afterSearch = missing.length === 0;
   if (!afterSearch) {
-    const reply = schemaSearchReply(bench.tables, bench.notes, q.question);
+    const reply = schemaSearchReply(bench.tables, bench.notes, q.question, bench.values ?? []);
     afterSearch = missing.every((t) => describes(reply, t));
   }
   return { half: q.half, first: missing.length === 0, afterSearch, bytes, ms, missing, question: q.question };
@@ -398,7 +427,7 @@ export function singleReport(
       ]);
     }
     const t0 = performance.now();
-    buildIndex(b.tables, b.notes);
+    buildIndex(b.tables, b.notes, b.values ?? []);
     notes.push(
       `${b.about}. Index build (once per schema and annotations; later questions reuse it): ${(performance.now() - t0).toFixed(0)} ms.`,
     );

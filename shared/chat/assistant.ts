@@ -5,6 +5,7 @@ import type { AiProvider } from '../ai/provider';
 import type { AuthContext } from '../auth/context';
 import { semanticRanking } from '../connections/embedding-index';
 import { executeReadOnly } from '../connections/execute';
+import type { ColumnValues } from '../connections/value-index';
 import type { DbType, QueryResult, TableInfo } from '../databases/drivers/types';
 import { AppError, isAppError } from '../platform/errors';
 import { logger } from '../platform/logger';
@@ -55,6 +56,10 @@ export interface AssistantInput {
   availableConnections?: Array<{ id: string; name: string; type: DbType }>;
   tables: TableInfo[] | null;
   notes: NoteLike[];
+  /** The connection's usable sampled values (value index), [] or absent when none. */
+  values?: ColumnValues[];
+  /** The schema's content key (schemaKey in schema-index.ts); absent: the schema is digested. */
+  schemaKey?: string;
   schemaSummary: string | null;
   history: HistoryMessage[];
   question: string;
@@ -126,6 +131,8 @@ export function firstSchemaContext(
     earlierSql,
     maxChars: schemaRoomOf(input),
     semantic,
+    values: input.values,
+    indexKey: input.schemaKey,
   });
 }
 
@@ -343,7 +350,13 @@ export async function runAssistant(input: AssistantInput): Promise<AssistantResu
       lookedUpSchema = true;
       const arg = parsed.ok ? (parsed.value.query ?? parsed.value.keywords) : undefined;
       const query = typeof arg === 'string' ? arg.trim() : '';
-      const found = query ? searchSchema({ tables, notes: input.notes }, query, SEARCH_SCHEMA_LIMIT) : [];
+      const found = query
+        ? searchSchema(
+            { tables, notes: input.notes, values: input.values, indexKey: input.schemaKey },
+            query,
+            SEARCH_SCHEMA_LIMIT,
+          )
+        : [];
       step({
         action: tc.name,
         detail: `Searched the schema for "${clip(query, 100)}": ${found.length} match${found.length === 1 ? '' : 'es'}`,

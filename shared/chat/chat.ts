@@ -5,6 +5,8 @@ import { annotationsFor } from '../connections/annotations';
 import { listConnections } from '../connections/connections';
 import { connectionForUse } from '../connections/execute';
 import { cachedSchema } from '../connections/schema';
+import { schemaKey } from '../connections/schema-index';
+import { usableValues } from '../connections/value-index';
 import { ownConversation, titleFrom } from '../conversations/conversations';
 import { conversationStore } from '../conversations/store';
 import { type StreamSink, sseReply } from '../http/stream';
@@ -84,6 +86,8 @@ export async function chat(ctx: AuthContext, body: Body) {
         availableConnections: available,
         tables: schema?.schema.tables ?? null,
         notes,
+        values: usableValues(schema?.values, notes),
+        schemaKey: schema && connection ? schemaKey(connection.id, schema.schemaUpdatedAt, notes) : undefined,
         schemaSummary: schema?.schemaSummary ?? null,
         history,
         question: body.message,

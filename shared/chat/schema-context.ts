@@ -9,7 +9,9 @@ import {
   type SchemaIndex,
   term,
   terms,
+  type ValueHit,
 } from '../connections/schema-index';
+import type { ColumnValues } from '../connections/value-index';
 import type { TableInfo } from '../databases/drivers/types';
 
 export { bareName, type NoteLike, notesOf } from '../connections/schema-index';
@@ -82,26 +84,116 @@ export function rankTables(
   text: string,
   index: SchemaIndex = indexFor(tables, notes),
 ): Array<{ table: TableInfo; score: number }> {
-  const scores = lexicalScores(index, text);
+  const { scores } = lexicalScores(index, text);
   return [...scores.entries()]
     .map(([i, score]) => ({ table: tables[i], score }))
     .sort((a, b) => b.score - a.score || a.table.name.localeCompare(b.table.name));
 }
 
+/** Weight of a value match against the best BM25 score: a phrase of 2+ words, one word. */
+const VALUE_PHRASE_WEIGHT = 0.9;
+const VALUE_WORD_WEIGHT = 0.35;
+/** A one-word value held by more tables than this says nothing about which table is meant. */
+const VALUE_WORD_SPREAD_MAX = 6;
+/** The score a value match is weighed against when no name matched at all. */
+const VALUE_FLOOR_SCORE = 10;
+
 /**
  * BM25 score of each matching table, plus a bonus when the question names the table outright
- * (all the words of its name, in any form: `order items` for `order_items`).
+ * (all the words of its name, in any form: `order items` for `order_items`), plus a bonus for the
+ * table of a value the question names (value index): most for a phrase held by one table.
  */
-function lexicalScores(index: SchemaIndex, text: string): Map<number, number> {
+function lexicalScores(index: SchemaIndex, text: string): { scores: Map<number, number>; hits: ValueHit[] } {
   const scores = index.rank(text);
-  if (!scores.size) return scores;
-  const top = Math.max(...scores.values());
+  const hits = index.valueHits(text).filter((h) => h.words > 1 || h.spread <= VALUE_WORD_SPREAD_MAX);
+  if (!scores.size && !hits.length) return { scores, hits };
+  const top = Math.max(0, ...scores.values());
   const qTerms = new Set(queryTerms(text));
   for (const [i, s] of scores) {
     const nameTerms = rawWords(bareName(index.tables[i].name)).map(term);
     if (nameTerms.length && nameTerms.every((w) => qTerms.has(w))) scores.set(i, s + top * 0.5);
   }
-  return scores;
+  const best = new Map<number, number>();
+  for (const h of hits) {
+    const w = (h.words > 1 ? VALUE_PHRASE_WEIGHT : VALUE_WORD_WEIGHT) / Math.sqrt(h.spread);
+    best.set(h.table, Math.max(best.get(h.table) ?? 0, w));
+  }
+  const base = Math.max(top, VALUE_FLOOR_SCORE);
+  for (const [i, w] of best) scores.set(i, (scores.get(i) ?? 0) + base * w);
+  return { scores, hits };
+}
+
+/** The matched values of each table (by name), for the prompt: `column → value`, first match per column. */
+function hitsByTable(index: SchemaIndex, hits: ValueHit[]): Map<string, Map<string, string>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const h of [...hits].sort((a, b) => b.words - a.words || a.spread - b.spread)) {
+    const name = index.tables[h.table].name;
+    let m = out.get(name);
+    if (!m) {
+      m = new Map();
+      out.set(name, m);
+    }
+    if (!m.has(h.column) && m.size < 3) m.set(h.column, h.value);
+  }
+  return out;
+}
+
+/** The values a text names, by table name (column → value), as the prompt shows them. */
+export const valuesNamed = (index: SchemaIndex, text: string) =>
+  hitsByTable(index, lexicalScores(index, text).hits);
+
+/** A sampled value as the prompt shows it: a JSON string (values are untrusted data, never instructions). */
+const quotedValue = (v: string) => JSON.stringify(clip(v, 64));
+
+/** Tables a shortest join path between two linked tables passes through (3 joins at most). */
+const PATH_MAX_JOINS = 3;
+/** Linked tables whose join paths are completed, at most. */
+const PATH_ANCHORS = 5;
+/** Nodes one path search visits at most (hub tables link to hundreds). */
+const PATH_VISIT_MAX = 4_000;
+
+/**
+ * Join-path completion: for the best-ranked tables (score within 25% of the best) and the tables of
+ * the values named, the tables on a shortest path of links between each two (declared foreign keys,
+ * key-like column names, shared key columns; see schema-index.ts) are ranked just below the lower of
+ * the two, so that a bridge table (`expense` → `budget` → `event`) is described with them.
+ */
+function completeJoinPaths(index: SchemaIndex, final: Map<number, number>, valueTables: number[]): void {
+  if (final.size < 2) return;
+  const ranked = [...final.entries()].sort((a, b) => b[1] - a[1]);
+  const top = ranked[0][1];
+  const anchors: number[] = [];
+  for (const [i, s] of ranked) {
+    if (anchors.length >= PATH_ANCHORS - Math.min(2, valueTables.length) || s < top * 0.25) break;
+    anchors.push(i);
+  }
+  for (const i of valueTables) if (!anchors.includes(i) && anchors.length < PATH_ANCHORS) anchors.push(i);
+  if (anchors.length < 2) return;
+  const raise = new Map<number, number>();
+  for (let a = 0; a < anchors.length; a++) {
+    const from = anchors[a];
+    // Breadth-first from `from`, up to PATH_MAX_JOINS links.
+    const parent = new Map<number, number>([[from, -1]]);
+    let frontier = [from];
+    for (let depth = 0; depth < PATH_MAX_JOINS && frontier.length && parent.size < PATH_VISIT_MAX; depth++) {
+      const next: number[] = [];
+      for (const u of frontier)
+        for (const v of index.neighbours(u))
+          if (!parent.has(v)) {
+            parent.set(v, u);
+            next.push(v);
+          }
+      frontier = next;
+    }
+    for (let b = a + 1; b < anchors.length; b++) {
+      const to = anchors[b];
+      if (!parent.has(to)) continue;
+      const floor = Math.min(final.get(from) ?? 0, final.get(to) ?? 0) * 0.95;
+      for (let u = parent.get(to)!; u !== from && u !== -1; u = parent.get(u)!)
+        raise.set(u, Math.max(raise.get(u) ?? 0, floor));
+    }
+  }
+  for (const [i, s] of raise) if ((final.get(i) ?? 0) < s) final.set(i, s);
 }
 
 /** Auto annotations repeat the column's type, key and reference: the prompt keeps only what they add. */
@@ -118,7 +210,7 @@ function noteText(n: NoteLike): string {
 export function renderTable(
   table: TableInfo,
   notes: NoteLike[],
-  opts: { focus?: string[]; maxColumns?: number } = {},
+  opts: { focus?: string[]; maxColumns?: number; values?: Map<string, string> } = {},
 ): string {
   const maxColumns = opts.maxColumns ?? MAX_COLUMNS_SHOWN;
   const own = notesOf(table, notes);
@@ -142,6 +234,7 @@ export function renderTable(
       c.primaryKey ||
       fkOf.has(c.name) ||
       colNote.has(c.name.toLowerCase()) ||
+      opts.values?.has(c.name) ||
       words(c.name).some((w) => focus.has(w));
     cols = [...cols.filter(important), ...cols.filter((c) => !important(c))].slice(0, maxColumns);
   }
@@ -153,6 +246,8 @@ export function renderTable(
     const ref = fkOf.get(c.name);
     if (ref) bits.push(`→ ${ref}`);
     if (c.comment) bits.push(quotedComment(c.comment).trimStart());
+    const matched = opts.values?.get(c.name);
+    if (matched !== undefined) bits.push(`[value: ${quotedValue(matched)}]`);
     const n = colNote.get(c.name.toLowerCase());
     if (n) {
       const extra = [noteText(n), n.examples ? `examples: ${n.examples}` : ''].filter(Boolean).join('; ');
@@ -172,7 +267,13 @@ export function renderTable(
  */
 export function renderTableBrief(
   table: TableInfo,
-  opts: { maxColumns?: number; notes?: NoteLike[]; questionTerms?: Set<string> } = {},
+  opts: {
+    maxColumns?: number;
+    notes?: NoteLike[];
+    questionTerms?: Set<string>;
+    /** Values of the table the question names (value index): column → value. */
+    values?: Map<string, string>;
+  } = {},
 ): string {
   const maxColumns = opts.maxColumns ?? MAX_COLUMNS_SHOWN;
   const fkOf = new Map<string, string>();
@@ -191,7 +292,8 @@ export function renderTableBrief(
   const cols = table.columns.slice(0, maxColumns).map((c) => {
     const ref = fkOf.get(c.name);
     const values = matched.get(c.name.toLowerCase());
-    return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}${values ? ` [values: ${clip(values, 120)}]` : ''}`;
+    const named = opts.values?.get(c.name);
+    return `${c.name} ${c.type}${c.primaryKey ? ' PK' : ''}${ref ? ` → ${ref}` : ''}${named !== undefined ? ` [value: ${quotedValue(named)}]` : values ? ` [values: ${clip(values, 120)}]` : ''}`;
   });
   const more = table.columns.length > cols.length ? `, … +${table.columns.length - cols.length} more` : '';
   return `${kind} ${table.name}${rows}${quotedComment(table.comment, BRIEF_COMMENT_CHARS)}: ${cols.join(', ')}${more}`;
@@ -229,6 +331,10 @@ export interface SchemaContextOptions {
    * room taken from the other-tables list). Absent: lexical ranking alone.
    */
   semantic?: number[];
+  /** The connection's usable sampled values (value-index.ts usableValues); absent or [] when none. */
+  values?: ColumnValues[];
+  /** The schema's content key (schemaKey), so the index is found without digesting the schema. */
+  indexKey?: string;
 }
 
 /** How many of the embedding ranking's best tables may be added to what lexical ranking chose. */
@@ -297,12 +403,14 @@ export function buildSchemaContext(
   const budget = maxChars - catalogBudget;
   const full = new Map<string, string>();
   const notesFor = notesByTable(notes);
+  let named = new Map<string, Map<string, string>>();
   const render = (t: TableInfo) => {
     let r = full.get(t.name);
     if (r === undefined) {
       const own = notesFor(t);
-      r = renderTable(t, own, { focus });
-      if (r.length > budget / 4) r = renderTable(t, own, { focus, maxColumns: 25 });
+      const values = named.get(t.name);
+      r = renderTable(t, own, { focus, values });
+      if (r.length > budget / 4) r = renderTable(t, own, { focus, maxColumns: 25, values });
       full.set(t.name, r);
     }
     return r;
@@ -323,11 +431,12 @@ export function buildSchemaContext(
       partial: false,
     };
 
-  const index = indexFor(tables, notes);
+  const index = indexFor(tables, notes, opts.values ?? [], opts.indexKey);
   const questionTerms = new Set(terms(question));
-  const score = lexicalScores(index, question);
+  const { scores: score, hits } = lexicalScores(index, question);
+  named = hitsByTable(index, hits);
   for (const q of earlierQuestions)
-    for (const [i, s] of lexicalScores(index, q)) score.set(i, (score.get(i) ?? 0) + s / 2);
+    for (const [i, s] of lexicalScores(index, q).scores) score.set(i, (score.get(i) ?? 0) + s / 2);
   const semantic = (opts.semantic ?? []).filter((i) => Number.isInteger(i) && i >= 0 && i < tables.length);
   const top = Math.max(0, ...score.values());
 
@@ -351,6 +460,14 @@ export function buildSchemaContext(
     for (const j of index.neighbours(i)) bonus.set(j, (bonus.get(j) ?? 0) + s * 0.35);
   const final = new Map(score);
   for (const [j, b] of bonus) final.set(j, (final.get(j) ?? 0) + b);
+  const valueTables = [
+    ...new Set(
+      [...hits]
+        .sort((a, b) => b.words - a.words || a.spread - b.spread)
+        .flatMap((h) => (h.spread <= 2 ? [h.table] : [])),
+    ),
+  ].slice(0, 3);
+  completeJoinPaths(index, final, valueTables);
 
   const order: number[] = [...pinned];
   const seen = new Set(pinned);
@@ -361,6 +478,15 @@ export function buildSchemaContext(
       seen.add(i);
       order.push(i);
     }
+  // Room left after every matched table: their linked tables next (a table's neighbours in rank order),
+  // so that a table one join away from a match is described rather than the room left empty.
+  const matched = order.length;
+  for (let k = 0; k < matched; k++)
+    for (const j of index.neighbours(order[k]))
+      if (!seen.has(j)) {
+        seen.add(j);
+        order.push(j);
+      }
   // Nothing matched: start from the largest tables.
   if (!order.length)
     tables
@@ -380,7 +506,8 @@ export function buildSchemaContext(
   for (const i of order) {
     if (detailed.length >= MAX_DETAILED_TABLES) break;
     const t = tables[i];
-    const brief = () => renderTableBrief(t, { maxColumns: 40, notes: notesFor(t), questionTerms });
+    const brief = () =>
+      renderTableBrief(t, { maxColumns: 40, notes: notesFor(t), questionTerms, values: named.get(t.name) });
     let r = detailed.length < FULL_TABLES ? render(t) : brief();
     if (used + r.length + 1 > budget && detailed.length < FULL_TABLES) r = brief();
     if (used + r.length + 1 > budget) {

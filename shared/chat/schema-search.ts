@@ -1,6 +1,7 @@
-import { notesByTable, terms } from '../connections/schema-index';
+import { indexFor, notesByTable, terms } from '../connections/schema-index';
+import type { ColumnValues } from '../connections/value-index';
 import type { TableInfo } from '../databases/drivers/types';
-import { clip, type NoteLike, rankTables, renderTableBrief } from './schema-context';
+import { clip, type NoteLike, rankTables, renderTableBrief, valuesNamed } from './schema-context';
 
 /** Characters of one search_schema reply at most (a tool result is clipped to 6,000). */
 const REPLY_CHARS = 5_600;
@@ -21,19 +22,26 @@ export interface SchemaMatch {
  * annotations (notes; [] when none); at most `limit` matches, best first; [] for a query without words.
  */
 export function searchSchema(
-  schema: { tables: TableInfo[]; notes?: NoteLike[] },
+  schema: { tables: TableInfo[]; notes?: NoteLike[]; values?: ColumnValues[]; indexKey?: string },
   query: string,
   limit = 10,
 ): SchemaMatch[] {
   const notes = schema.notes ?? [];
   const questionTerms = new Set(terms(query));
   const notesFor = notesByTable(notes);
-  return rankTables(schema.tables, notes, query)
+  const index = indexFor(schema.tables, notes, schema.values ?? [], schema.indexKey);
+  const named = valuesNamed(index, query);
+  return rankTables(schema.tables, notes, query, index)
     .slice(0, Math.max(0, limit))
     .map(({ table, score }) => ({
       table: table.name,
       score,
-      description: renderTableBrief(table, { maxColumns: 40, notes: notesFor(table), questionTerms }),
+      description: renderTableBrief(table, {
+        maxColumns: 40,
+        notes: notesFor(table),
+        questionTerms,
+        values: named.get(table.name),
+      }),
     }));
 }
 
@@ -54,8 +62,14 @@ export function schemaSearchLines(found: SchemaMatch[]): string[] {
 }
 
 /** What the search_schema tool finds for a query, as text (the linking benchmark's second chance). */
-export const schemaSearchReply = (tables: TableInfo[], notes: NoteLike[], query: string) =>
-  schemaSearchLines(searchSchema({ tables, notes }, query, SEARCH_SCHEMA_LIMIT)).join('\n');
+export const schemaSearchReply = (
+  tables: TableInfo[],
+  notes: NoteLike[],
+  query: string,
+  values: ColumnValues[] = [],
+  indexKey?: string,
+) =>
+  schemaSearchLines(searchSchema({ tables, notes, values, indexKey }, query, SEARCH_SCHEMA_LIMIT)).join('\n');
 
 /**
  * The tables searchSchema ranks first, as the introspected tables themselves (the MCP endpoint's

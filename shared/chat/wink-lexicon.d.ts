@@ -7,3 +7,7 @@ declare module 'wink-lexicon/src/wn-verb-exceptions.js' {
   const exceptions: Record<string, string>;
   export default exceptions;
 }
+declare module 'wink-lexicon/src/lexicon.js' {
+  const lexicon: Record<string, string[]>;
+  export default lexicon;
+}

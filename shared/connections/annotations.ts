@@ -26,6 +26,11 @@ export interface Annotation {
   examples: string | null;
   /** `auto` ones were written by automatic annotation and may be refreshed by it; `user` ones never are. */
   source: 'user' | 'auto';
+  /**
+   * false: the column's values (all columns' for a table annotation) are never read for the value index
+   * or automatic annotation, and any sampled ones are dropped (value-index.ts). Absent: true.
+   */
+  sampleValues?: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -38,7 +43,7 @@ const idSk = (id: string) => `ANNID#${id}`;
 
 const toAnnotation = (item: Item): Annotation => {
   const { kind: _k, ...rest } = strip(item);
-  return rest as unknown as Annotation;
+  return { sampleValues: true, ...rest } as unknown as Annotation;
 };
 
 export type { AnnotationInput };
@@ -50,7 +55,7 @@ export type { AnnotationInput };
 export async function writeAnnotation(
   orgId: string,
   connectionId: string,
-  input: AnnotationInput,
+  input: AnnotationInput & { sampleValues?: boolean },
   source: 'user' | 'auto',
 ): Promise<{ annotation: Annotation; outcome: 'created' | 'updated' | 'kept' }> {
   const pk = connPk(orgId, connectionId);
@@ -64,6 +69,7 @@ export async function writeAnnotation(
       const changes: Record<string, unknown> = { annotation: input.annotation, source, updatedAt: now };
       if (input.dataType !== undefined) changes.dataType = input.dataType;
       if (input.examples !== undefined) changes.examples = input.examples;
+      if (input.sampleValues !== undefined) changes.sampleValues = input.sampleValues;
       const updated = await db.patch(pk, sk, changes, {
         condition: source === 'auto' ? '#src = :auto AND id = :id' : 'id = :id',
         names: source === 'auto' ? { '#src': 'source' } : undefined,
@@ -81,6 +87,7 @@ export async function writeAnnotation(
       dataType: input.dataType ?? null,
       examples: input.examples ?? null,
       source,
+      sampleValues: input.sampleValues !== false,
       createdAt: now,
       updatedAt: now,
     };
@@ -144,6 +151,7 @@ export async function createAnnotation(ctx: AuthContext, connectionId: string, b
     'user',
   );
   await afterUserEdit(ctx, connectionId);
+  if (annotation.sampleValues === false) await dropExcludedValues(ctx.orgId, connectionId);
   return annotation;
 }
 
@@ -165,7 +173,7 @@ export async function updateAnnotation(
   const found = await findById(ctx.orgId, connectionId, id);
   if (!found) throw notFound('Annotation');
   const changes: Record<string, unknown> = { source: 'user', updatedAt: nowIso() };
-  for (const k of ['annotation', 'dataType', 'examples'] as const)
+  for (const k of ['annotation', 'dataType', 'examples', 'sampleValues'] as const)
     if (body[k] !== undefined) changes[k] = body[k];
   const updated = await db.patch(connPk(ctx.orgId, connectionId), found.sk, changes, {
     condition: 'id = :id',
@@ -173,7 +181,27 @@ export async function updateAnnotation(
   });
   if (!updated) throw notFound('Annotation');
   await afterUserEdit(ctx, connectionId);
+  if (body.sampleValues === false) await dropExcludedValues(ctx.orgId, connectionId);
   return toAnnotation(updated);
+}
+
+/**
+ * An annotation now excludes a column's values: the stored value index loses them at once (not at the
+ * next refresh). Retrieval also leaves excluded columns out when it reads the index (usableValues).
+ */
+async function dropExcludedValues(orgId: string, connectionId: string): Promise<void> {
+  const [{ loadSchema, saveSchema }, { usableValues }] = await Promise.all([
+    import('./schema-store'),
+    import('./value-index'),
+  ]);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const cached = await loadSchema(orgId, connectionId);
+    if (!cached?.values?.columns.length) return;
+    const kept = usableValues(cached.values, await listAnnotationsOf(orgId, connectionId));
+    if (kept.length === cached.values.columns.length) return;
+    await saveSchema(orgId, connectionId, { ...cached, values: { ...cached.values, columns: kept } });
+    // A refresh that wrote meanwhile sampled with the exclusion already in force; check again.
+  }
 }
 
 export async function deleteAnnotation(ctx: AuthContext, connectionId: string, id: string) {

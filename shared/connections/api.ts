@@ -190,6 +190,10 @@ export const AnnotationCreate = z.object({
   annotation: z.string().check(z.trim(), z.minLength(1), z.maxLength(10_000)),
   dataType: z.optional(z.nullable(z.string().check(z.trim(), z.maxLength(200)))),
   examples: z.optional(z.nullable(z.string().check(z.maxLength(2000)))),
+  sampleValues: describe(
+    z.optional(z.boolean()),
+    "Extension: false = this column's values (a table annotation: all its columns') are never read for the value index or automatic annotation; default true",
+  ),
 });
 export type AnnotationCreate = z.output<typeof AnnotationCreate>;
 export const AnnotationUpdate = z
@@ -197,10 +201,11 @@ export const AnnotationUpdate = z
     annotation: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(10_000))),
     dataType: z.optional(z.nullable(z.string().check(z.trim(), z.maxLength(200)))),
     examples: z.optional(z.nullable(z.string().check(z.maxLength(2000)))),
+    sampleValues: z.optional(z.boolean()),
   })
   .check(
     z.refine((b) => Object.keys(b).length > 0, {
-      message: 'Give at least one of annotation, dataType, examples',
+      message: 'Give at least one of annotation, dataType, examples, sampleValues',
     }),
   );
 export type AnnotationUpdate = z.output<typeof AnnotationUpdate>;
@@ -214,6 +219,10 @@ export const Annotation = once(() =>
     dataType: z.nullable(z.string()),
     examples: z.nullable(z.string()),
     source: describe(z.enum(['user', 'auto']), 'Extension: auto annotations never overwrite user ones'),
+    sampleValues: describe(
+      z.boolean(),
+      "Extension: false when the column's (or table's) values are never read for the value index",
+    ),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),

@@ -123,10 +123,22 @@ export async function runAutoAnnotation(job: AnnotateJob): Promise<AnnotateSumma
   const wanted = job.tables ? new Set(job.tables) : undefined;
   const tables = cached.schema.tables.filter((t) => !wanted || wanted.has(t.name));
   const target = await targetFor(rec);
+  // Columns an annotation excludes (`sampleValues: false`) are never read: the sample names the others.
+  const exclusions = (await listAnnotationsOf(job.orgId, job.connectionId)).filter(
+    (n) => n.sampleValues === false,
+  );
   for (const table of tables) {
     let sample: QueryResult | undefined;
+    const readable = table.columns
+      .map((c) => c.name)
+      .filter((c) => !exclusions.some((n) => excludedByNote(n, table.name, c)));
     try {
-      sample = await sampleTable(target, table);
+      if (!readable.length) throw new Error('every column is excluded from sampling by an annotation');
+      sample = await sampleTable(
+        target,
+        table,
+        readable.length < table.columns.length ? readable : undefined,
+      );
     } catch (e) {
       summary.sampleErrors++;
       logger().warn('auto annotation: sampling failed', {
@@ -168,21 +180,38 @@ const quote = (type: DbType, ident: string) => {
   return `"${ident.replaceAll('"', '""')}"`;
 };
 
-/** A bounded read-only sample query for the table, in the connection's dialect. */
-export function sampleQuery(type: DbType, table: TableInfo): string {
-  if (type === 'MONGODB') return JSON.stringify({ collection: table.name, filter: {}, limit: SAMPLE_ROWS });
+/** Whether an annotation with `sampleValues: false` excludes a column (its own, or its table's). */
+const excludedByNote = (n: { tableName: string; columnName: string | null }, table: string, column: string) =>
+  (n.tableName.toLowerCase() === table.toLowerCase() ||
+    n.tableName.toLowerCase() === table.slice(table.lastIndexOf('.') + 1).toLowerCase()) &&
+  (n.columnName === null || n.columnName.toLowerCase() === column.toLowerCase());
+
+/** A bounded read-only sample query for the table, in the connection's dialect (`columns`: only those). */
+export function sampleQuery(type: DbType, table: TableInfo, columns?: string[]): string {
+  if (type === 'MONGODB')
+    return JSON.stringify({
+      collection: table.name,
+      filter: {},
+      ...(columns ? { projection: Object.fromEntries(columns.map((c) => [c, 1])) } : {}),
+      limit: SAMPLE_ROWS,
+    });
   const parts =
     table.schema && table.name.startsWith(`${table.schema}.`)
       ? [table.schema, table.name.slice(table.schema.length + 1)]
       : [table.name];
   const from = parts.map((p) => quote(type, p)).join('.');
+  const what = columns ? columns.map((c) => quote(type, c)).join(', ') : '*';
   return type === 'MSSQL'
-    ? `SELECT TOP ${SAMPLE_ROWS} * FROM ${from}`
-    : `SELECT * FROM ${from} LIMIT ${SAMPLE_ROWS}`;
+    ? `SELECT TOP ${SAMPLE_ROWS} ${what} FROM ${from}`
+    : `SELECT ${what} FROM ${from} LIMIT ${SAMPLE_ROWS}`;
 }
 
-async function sampleTable(target: ConnectionTarget, table: TableInfo): Promise<QueryResult> {
-  return runReadOnly(target, sampleQuery(target.type, table), {
+async function sampleTable(
+  target: ConnectionTarget,
+  table: TableInfo,
+  columns?: string[],
+): Promise<QueryResult> {
+  return runReadOnly(target, sampleQuery(target.type, table, columns), {
     maxRows: SAMPLE_ROWS,
     maxBytes: SAMPLE_MAX_BYTES,
     timeoutMs: SAMPLE_TIMEOUT_MS,

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import MiniSearch from 'minisearch';
 import type { TableInfo } from '../databases/drivers/types';
-import { root, splitCompound, term } from './word-forms';
+import type { ColumnValues } from './value-index';
+import { abbreviates, isEnglishWord, root, splitCompound, term } from './word-forms';
 
 export { term } from './word-forms';
 
@@ -21,6 +22,8 @@ export interface NoteLike {
   examples?: string | null;
   /** `auto` annotations were written by automatic annotation; their boilerplate is shortened in prompts. */
   source?: 'user' | 'auto';
+  /** When the annotation last changed (schemaKey). */
+  updatedAt?: string;
 }
 
 const STOP = new Set(
@@ -142,10 +145,24 @@ const keyLike = (column: string) => {
   return w.length >= 2 && (w.at(-1) === 'id' || w.at(-1) === 'code' || w.at(-1) === 'key');
 };
 
+/** A phrase of a question found in the value index. */
+export interface ValueHit {
+  /** Index into `tables`. */
+  table: number;
+  column: string;
+  value: string;
+  /** Words of the matched phrase. */
+  words: number;
+  /** How many tables hold a value with the same key (1: the phrase points at one table). */
+  spread: number;
+}
+
 export interface SchemaIndex {
   tables: TableInfo[];
   /** BM25 rank of the tables for a text: index into `tables` → score (only tables that match). */
   rank(text: string): Map<number, number>;
+  /** Phrases of the text (1 to VALUE_GRAM_MAX words, in any word form, case-folded) equal to sampled values. */
+  valueHits(text: string): ValueHit[];
   /** Tables linked to table i: declared foreign keys both ways, key-like column names, columns named after a table. */
   neighbours(i: number): Set<number>;
 }
@@ -156,24 +173,49 @@ const BUILT_MAX = 4;
 
 /**
  * The index of a schema, built once per content: a chat answer ranks its question, the search_schema
- * tool and the next questions on the same connection reuse it as long as the tables and the
- * annotations are the same (a SHA-1 digest of both, a few ms on 1,000 tables; building takes ~100).
+ * tool and the next questions on the same connection reuse it as long as the tables, the annotations
+ * and the values are the same. `key` names that content when the caller knows it from metadata
+ * (schemaKey: the cache's time stamp and the annotations' last change), else a SHA-1 digest of all of
+ * it is taken (stringifying a 900-table schema with its annotations costs 10–30 ms per question).
  */
-export function indexFor(tables: TableInfo[], notes: NoteLike[]): SchemaIndex {
-  const key = createHash('sha1')
-    .update(JSON.stringify(tables))
-    .update(JSON.stringify(notes))
-    .digest('base64');
-  let index = built.get(key);
-  if (index) built.delete(key);
-  else index = buildIndex(tables, notes);
-  built.set(key, index);
+export function indexFor(
+  tables: TableInfo[],
+  notes: NoteLike[],
+  values: ColumnValues[] = [],
+  key?: string,
+): SchemaIndex {
+  const id = key
+    ? `key:${key}:${tables.length}:${notes.length}:${values.length}`
+    : createHash('sha1')
+        .update(JSON.stringify(tables))
+        .update(JSON.stringify(notes))
+        .update(JSON.stringify(values))
+        .digest('base64');
+  let index = built.get(id);
+  if (index && index.tables.length === tables.length) built.delete(id);
+  else index = buildIndex(tables, notes, values);
+  built.set(id, index);
   while (built.size > BUILT_MAX) built.delete(built.keys().next().value!);
   return index;
 }
 
+/**
+ * The content key of a connection's schema for indexFor, from metadata only: the cached schema's time
+ * stamp (a refresh re-samples values too), and the number and latest change of the annotations (a
+ * create, edit or delete changes one of them).
+ */
+export function schemaKey(
+  connectionId: string,
+  schemaUpdatedAt: string,
+  notes: Array<{ updatedAt?: string }>,
+): string {
+  let latest = '';
+  for (const n of notes) if (n.updatedAt && n.updatedAt > latest) latest = n.updatedAt;
+  return `${connectionId}:${schemaUpdatedAt}:${notes.length}:${latest}`;
+}
+
 /** Builds the lexical index and the join graph of a schema (about 1 ms per 10 tables). */
-export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex {
+export function buildIndex(tables: TableInfo[], notes: NoteLike[], values: ColumnValues[] = []): SchemaIndex {
   const notesFor = notesByTable(notes);
   // The schema's own vocabulary (words of table and column names), to split compound names with.
   const vocabulary = new Set<string>();
@@ -293,15 +335,81 @@ export function buildIndex(tables: TableInfo[], notes: NoteLike[]): SchemaIndex 
     }
   });
 
+  // Abbreviated identifier words (`dept`, `qty`, `amt`): short, not English words, found in names.
+  const shortWords = new Map<string, string[]>();
+  for (const w of vocabulary)
+    if (w.length >= 3 && w.length <= 5 && /^[a-z]+$/.test(w) && !isEnglishWord(w)) {
+      const l = shortWords.get(w[0]);
+      if (l) l.push(w);
+      else shortWords.set(w[0], [w]);
+    }
+  /** Question words a schema holds only abbreviated: their abbreviations' terms (`department` → dept). */
+  const abbreviationsOf = (text: string) => {
+    const out: string[] = [];
+    for (const w of rawWords(text)) {
+      if (w.length < 5 || STOP.has(w) || vocabulary.has(w)) continue;
+      for (const a of shortWords.get(w[0]) ?? []) if (abbreviates(a, w)) out.push(term(a));
+    }
+    return out;
+  };
+
+  // The value index: the key of a value is its words' terms (`October Meetings` → `octob meet`).
+  const byFullName = new Map(tables.map((t, i) => [t.name, i]));
+  const valueKeys = new Map<string, Array<{ table: number; column: string; value: string }>>();
+  for (const col of values) {
+    const ti = byFullName.get(col.t);
+    if (ti === undefined) continue;
+    for (const v of col.v) {
+      const key = valueKey(v);
+      if (!key) continue;
+      const l = valueKeys.get(key);
+      const hit = { table: ti, column: col.c, value: v };
+      if (!l) valueKeys.set(key, [hit]);
+      else if (l.length < 50 && !l.some((h) => h.table === ti && h.column === col.c)) l.push(hit);
+    }
+  }
+
   return {
     tables,
     rank(text: string) {
       const out = new Map<number, number>();
-      const q = queryTerms(text);
+      const q = [...queryTerms(text), ...abbreviationsOf(text)];
       if (!q.length) return out;
       for (const r of search.search(q.join(' '))) out.set(r.id as number, r.score);
       return out;
     },
+    valueHits(text: string) {
+      const out: ValueHit[] = [];
+      if (!valueKeys.size) return out;
+      const ws = rawWords(text);
+      const ts = ws.map((w) => term(w));
+      for (let i = 0; i < ws.length; i++)
+        for (let n = Math.min(VALUE_GRAM_MAX, ws.length - i); n >= 1; n--) {
+          const first = ws[i];
+          const last = ws[i + n - 1];
+          if (n === 1 ? !valueWord(first) : STOP.has(first) || STOP.has(last)) continue;
+          const hits = valueKeys.get(ts.slice(i, i + n).join(' '));
+          if (!hits) continue;
+          const spread = new Set(hits.map((h) => h.table)).size;
+          for (const h of hits) out.push({ ...h, words: n, spread });
+        }
+      return out;
+    },
     neighbours: (i) => links[i],
   };
+}
+
+/** Words of a question phrase matched against values at most. */
+export const VALUE_GRAM_MAX = 6;
+
+/** A word that may match a one-word value: not a stop word, a number or shorter than 3 letters. */
+const valueWord = (w: string) => w.length >= 3 && !STOP.has(w) && !/^\d+$/.test(w);
+
+/** The key a value is indexed by: its words' terms; '' for a value that is only a number or a stop word. */
+export function valueKey(value: string): string {
+  const ws = rawWords(value);
+  if (!ws.length || ws.length > VALUE_GRAM_MAX) return '';
+  if (ws.length === 1 && !valueWord(ws[0])) return '';
+  if (ws.every((w) => /^\d+$/.test(w) || STOP.has(w))) return '';
+  return ws.map((w) => term(w)).join(' ');
 }

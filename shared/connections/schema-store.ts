@@ -2,6 +2,7 @@ import type { SchemaSnapshot } from '../databases/drivers/types';
 import { db } from '../platform/db/store';
 import { newId, padSeq } from '../platform/ids';
 import { deleteKeys, keysOf, orgPk } from './store';
+import type { ValueIndex } from './value-index';
 
 /** node:zlib when a large schema is written or read, not at start (a few ms of every cold start). */
 const zlib = () => process.getBuiltinModule('node:zlib');
@@ -19,6 +20,12 @@ export interface CachedSchema {
   schema: SchemaSnapshot;
   schemaSummary: string | null;
   schemaUpdatedAt: string;
+  /**
+   * The value index (value-index.ts): sampled values of low-cardinality text columns, stored in the same
+   * payload (and so the same chunks) as the schema; absent for a cache written before it existed. Never
+   * returned by GET /connections/{id}/schema.
+   */
+  values?: ValueIndex | null;
 }
 
 /** Payloads up to this many bytes of JSON stay plain JSON inline. */
@@ -40,7 +47,11 @@ interface Meta {
 
 /** Stores the schema and summary; an older snapshot never replaces a newer one. */
 export async function saveSchema(orgId: string, connectionId: string, value: CachedSchema): Promise<void> {
-  const json = JSON.stringify({ schema: value.schema, schemaSummary: value.schemaSummary });
+  const json = JSON.stringify({
+    schema: value.schema,
+    schemaSummary: value.schemaSummary,
+    values: value.values ?? null,
+  });
   const gen = newId().slice(0, 8);
   const meta: Meta = {
     schemaUpdatedAt: value.schemaUpdatedAt,
@@ -102,11 +113,16 @@ export async function loadSchema(
     bytes = Buffer.concat(parts.map((p) => Buffer.from(p.data)));
   } else bytes = typeof meta.data === 'string' ? Buffer.from(meta.data) : Buffer.from(meta.data ?? '');
   const json = meta.encoding === 'gzip' ? zlib().gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
-  const parsed = JSON.parse(json) as { schema: SchemaSnapshot; schemaSummary: string | null };
+  const parsed = JSON.parse(json) as {
+    schema: SchemaSnapshot;
+    schemaSummary: string | null;
+    values?: ValueIndex | null;
+  };
   return {
     schema: parsed.schema,
     schemaSummary: parsed.schemaSummary,
     schemaUpdatedAt: meta.schemaUpdatedAt,
+    ...(parsed.values ? { values: parsed.values } : {}),
   };
 }
 

@@ -110,7 +110,11 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
       const schema = await introspect(rec, target, {
         timeoutMs: Math.max(1_000, Math.min(dbDeadlines().statementMs, left)),
       });
-      await storeIntrospected(ctx, rec, schema);
+      // The value index gets what is left of the budget, keeping 3 s for the summary and the writes.
+      await storeIntrospected(ctx, rec, schema, {
+        target,
+        valuesMs: Math.max(0, REQUEST_DB_BUDGET_MS - (performance.now() - started) - 3_000),
+      });
       result.schemaIntrospected = true;
       result.tableCount = schema.tables.length;
     } catch (e) {

@@ -1,5 +1,7 @@
 import { lancasterStemmer } from 'lancaster-stemmer';
 import { stemmer } from 'stemmer';
+// wink-lexicon's English lexicon (about 13,000 common words), to tell an abbreviation from a word.
+import englishLexicon from 'wink-lexicon/src/lexicon.js';
 // WordNet's lists of irregular forms (bought → buy, children → child), as wink-lexicon ships them.
 import nounExceptions from 'wink-lexicon/src/wn-noun-exceptions.js';
 import verbExceptions from 'wink-lexicon/src/wn-verb-exceptions.js';
@@ -16,6 +18,26 @@ import verbExceptions from 'wink-lexicon/src/wn-verb-exceptions.js';
  */
 
 const nouns = nounExceptions as Record<string, string>;
+
+const lexicon = englishLexicon as Record<string, unknown>;
+/** Whether a lowercase word is in wink-lexicon's English lexicon. */
+export function isEnglishWord(w: string): boolean {
+  return Object.hasOwn(lexicon, w) || Object.hasOwn(lexicon, baseForm(w));
+}
+
+/**
+ * Whether `short` abbreviates `word` (`dept` department, `amt` amount, `qty` quantity, `cust` customer):
+ * same first letter, its letters in order in the word, and the same second letter, or, for a
+ * three-letter abbreviation without vowels, the same last letter (so `cnt` is not `country`).
+ */
+export function abbreviates(short: string, word: string): boolean {
+  if (short.length >= word.length || short[0] !== word[0]) return false;
+  let j = 1;
+  for (let i = 1; i < word.length && j < short.length; i++) if (word[i] === short[j]) j++;
+  if (j < short.length) return false;
+  if (short[1] === word[1]) return true;
+  return short.length === 3 && !/[aeiou]/.test(short) && short.at(-1) === word.at(-1);
+}
 const verbs = verbExceptions as Record<string, string>;
 const own = (m: Record<string, string>, w: string) => (Object.hasOwn(m, w) ? m[w] : undefined);
 

@@ -30,6 +30,7 @@ describe('annotations: CRUD, upsert on table + column, table filter, pagination'
       dataType: null,
       examples: null,
       source: 'user',
+      sampleValues: true,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -137,11 +137,13 @@ describe('chat schema linking, hundreds of tables in one schema', () => {
     described(system, 'meter_readings', ['consumed_kwh', 'read_on']);
   });
 
-  it('describes the table holding a value the question names, once sampled values are annotated', async () => {
+  it('describes the table holding a value the question names: the value index at introspection, then annotations', async () => {
     const question = 'What were the total sales in the Czech Republic?';
-    // Before annotation no value is known: one of 151 identical sales tables, none preferred.
+    // The value index sampled at introspection already knows the value: one of 151 sales tables alike
+    // in every name and column holds it.
     const before = systemText(await firstRequestFor(question));
-    expect(before).not.toContain('Czech Republic');
+    described(before, 'sales_zone_151', ['market', 'amount']);
+    expect(block(before, 'sales_zone_151')).toContain('[value: "Czech Republic"]');
 
     const wanted = ['sales_zone_151', ...Array.from({ length: 10 }, (_, i) => `sales_area_${pad(i)}`)];
     for (const _ of wanted) fake.script({ content: 'not JSON' });
