@@ -82,6 +82,7 @@ describe('console completion namespace', () => {
           dataType: null,
           examples: null,
           source: 'user',
+          sampleValues: true,
           createdAt: '',
           updatedAt: '',
         },
