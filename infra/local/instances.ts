@@ -30,7 +30,7 @@ export interface Instances {
 
 // An instance first lets its requests under way finish (LOUPE_DRAIN_MS), then closes its drivers and store.
 const stopWaitMs = () => config().LOUPE_DRAIN_MS + 10_000;
-const STOPPED_GRACE_MS = 1_000;
+const STOPPED_GRACE_MS = 5_000; // a loaded machine may take a few seconds to let an instance thread end
 /** How long GET /metrics waits for each instance thread's registry. */
 const SNAPSHOT_WAIT_MS = 2_000;
 

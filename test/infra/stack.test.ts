@@ -79,11 +79,12 @@ const logicalId = (c: { node: { defaultChild?: unknown } }) =>
   stack.getLogicalId(c.node.defaultChild as never);
 
 beforeAll(async () => {
-  // Routing reads the manifest (groupFor), so the fixture group joins it for this test process.
-  httpGroups.push(streamGroup);
   bundleRoot = mkdtempSync(join(tmpdir(), 'loupe-bundles-'));
   // The manifest's bundles are built once per run (test/support/bundles.ts); the fixtures here.
   await sharedBundles(bundleRoot);
+  // Routing reads the manifest (groupFor), so the fixture group joins it for this test process, after
+  // the manifest's own bundles (sharedBundles lists the manifest, which has no file for the fixture).
+  httpGroups.push(streamGroup);
   await bundleFunctions(fixtures, bundleRoot);
   // A stand-in for console/dist (the stack only uploads the folder).
   consoleDir = mkdtempSync(join(tmpdir(), 'loupe-console-dist-'));

@@ -382,6 +382,11 @@ describe('event webhooks', () => {
       orgId: s.app.orgId,
       data: { connectionId: c.body.data.id, name: 'schema source' },
     });
+    // The receiver answers before the delivery's outcome is stored: wait for the record, not the request.
+    await waitFor(
+      'the delivery recorded',
+      async () => (await deliveries(e.id)).data[0]?.status === 'SUCCESS',
+    );
     expect((await deliveries(e.id)).data[0]).toMatchObject({ status: 'SUCCESS', event: 'schema.updated' });
   });
 
