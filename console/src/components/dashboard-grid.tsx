@@ -61,7 +61,7 @@ export function DashboardGrid({
   const wide = useWide();
   const active = editable && wide;
   const shape = widgets.map((w) => [w.id, w.position, w.width, w.height].join(':')).join(',');
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the cells change only when a widget's place does
+  // The cells change only when a widget's place does.
   const cells = useMemo(() => layOut(widgets), [shape]);
   const byId = new Map(widgets.map((w) => [w.id, w]));
   const container = useRef<HTMLDivElement>(null);
