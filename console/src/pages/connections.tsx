@@ -9,6 +9,7 @@ import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
+import { AnnotationEditor } from './annotations';
 
 /** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
 export function ConnectionsPage({ id }: { id?: string }) {
@@ -248,6 +249,13 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
               })}
             </tbody>
           </table>
+          <AnnotationEditor
+            connectionId={c.id}
+            table={t.name}
+            columns={t.columns.map((col) => col.name)}
+            notes={notes.data ?? []}
+            onChanged={() => notes.reload()}
+          />
         </details>
       ))}
     </section>
