@@ -42,7 +42,8 @@ export function ResultTable({
           )}
         </p>
       )}
-      <div class="table-wrap">
+      {/* Focusable: a table wider than its box scrolls inside it, and the keyboard can scroll it too. */}
+      <div class="table-wrap" tabIndex={0}>
         <table>
           {caption && <caption>{caption}</caption>}
           <thead>

@@ -30,7 +30,7 @@ export function WorkflowsPage({ id }: { id?: string }) {
       <ErrorAlert error={list.error} />
       {list.loading && !list.data && <Loading what="workflows" />}
       {list.data?.length === 0 && <p class="muted">No workflows yet.</p>}
-      <table hidden={list.data?.length === 0}>
+      <table hidden={list.data?.length === 0} class="phone-cards">
         <caption class="sr-only">Workflows</caption>
         <thead>
           <tr>
@@ -46,9 +46,9 @@ export function WorkflowsPage({ id }: { id?: string }) {
               <td>
                 <a href={href('workflows', w.id)}>{w.name}</a>
               </td>
-              <td>{w.triggerType}</td>
-              <td>{w.isActive ? 'active' : 'inactive'}</td>
-              <td>
+              <td data-label="Trigger">{w.triggerType}</td>
+              <td data-label="State">{w.isActive ? 'active' : 'inactive'}</td>
+              <td data-label="Published">
                 {w.publishedVersion ? `version ${w.publishedVersion}` : 'never'}
                 {w.hasUnpublishedChanges ? ' (unpublished changes)' : ''}
               </td>
