@@ -14,7 +14,7 @@ export default defineConfig({
     emptyOutDir: true,
     modulePreload: { polyfill: false },
     assetsInlineLimit: 0,
-    chunkSizeWarningLimit: 300,
+    chunkSizeWarningLimit: 400,
     reportCompressedSize: false,
   },
 });

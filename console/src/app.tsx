@@ -3,6 +3,7 @@ import { ApprovalsPage } from './pages/approvals';
 import { ChatPage } from './pages/chat';
 import { ConnectionsPage } from './pages/connections';
 import { DashboardsPage } from './pages/dashboards';
+import { MetricsPage } from './pages/metrics';
 import { QueryPage } from './pages/query';
 import { SavedQueriesPage } from './pages/saved-queries';
 import { SettingsPage } from './pages/settings';
@@ -17,6 +18,7 @@ const PAGES = [
   ['chat', 'Chat'],
   ['dashboards', 'Dashboards'],
   ['saved-queries', 'Saved queries'],
+  ['metrics', 'Metrics'],
   ['workflows', 'Workflows'],
   ['approvals', 'Approvals'],
   ['settings', 'Settings'],
@@ -71,7 +73,8 @@ function Shell() {
         {page === 'query' && <QueryPage connectionId={rest[0]} />}
         {page === 'chat' && <ChatPage />}
         {page === 'dashboards' && <DashboardsPage id={rest[0]} />}
-        {page === 'saved-queries' && <SavedQueriesPage />}
+        {page === 'saved-queries' && <SavedQueriesPage id={rest[0]} />}
+        {page === 'metrics' && <MetricsPage id={rest[0]} />}
         {page === 'workflows' && <WorkflowsPage id={rest[0]} />}
         {page === 'approvals' && <ApprovalsPage />}
         {page === 'settings' && <SettingsPage />}

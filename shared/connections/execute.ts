@@ -19,6 +19,11 @@ export interface ExecuteInput {
   maxRows?: number;
   /** Stored in query history. */
   question?: string;
+  /**
+   * The statement as the user wrote it, for query history, when it differs from the one run (a saved
+   * query's `{{placeholders}}`, bound as driver parameters or, for MongoDB, as JSON values).
+   */
+  writtenSql?: string;
   source: 'query' | 'widget' | 'saved_query' | 'metric' | 'chat' | 'workflow' | 'mcp';
 }
 
@@ -70,7 +75,7 @@ export async function executeReadOnly(
     connectionId,
     source: input.source,
     question: input.question ?? null,
-    sql: input.sql,
+    sql: input.writtenSql ?? input.sql,
     userId: ctx.userId,
   };
   try {

@@ -41,6 +41,7 @@ export const MetricDefinition = once(() =>
     connectionId: z.nullable(z.string()),
     unit: z.nullable(z.string()),
     dimensions: z.nullable(z.string()),
+    createdBy: describe(z.string(), 'The user who defined it: that user and admins may change or delete it'),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),

@@ -21,6 +21,7 @@ export function metricView(m: MetricRecord) {
     connectionId: m.connectionId ?? null,
     unit: m.unit ?? null,
     dimensions: m.dimensions ?? null,
+    createdBy: m.createdBy,
     createdAt: m.createdAt,
     updatedAt: m.updatedAt,
   };

@@ -113,6 +113,7 @@ export const SavedQuery = once(() =>
     parameters: describe(z.string(), 'JSON array of {name, type, required, default}'),
     tags: z.nullable(z.string()),
     isPublic: z.boolean(),
+    createdBy: describe(z.string(), 'The user who saved it: that user and admins may change or delete it'),
     createdAt: z.string(),
     updatedAt: z.string(),
   }),

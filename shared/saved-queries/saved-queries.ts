@@ -24,6 +24,7 @@ export function savedQueryView(r: SavedQueryRecord) {
     parameters: JSON.stringify(r.parameters ?? []),
     tags: r.tags ?? null,
     isPublic: r.isPublic,
+    createdBy: r.createdBy,
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
   };
@@ -168,5 +169,6 @@ export async function runSavedQuery(ctx: AuthContext, id: string, input: z.outpu
     params: bound.params,
     maxRows: input.maxRows,
     source: 'saved_query',
+    writtenSql: r.query,
   });
 }

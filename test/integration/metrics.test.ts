@@ -59,6 +59,7 @@ describe('metrics over HTTP with real databases', () => {
       connectionId: conn.POSTGRES,
       unit: 'USD',
       dimensions: 'region',
+      createdBy: s.app.adminUserId,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -118,11 +118,28 @@ describe('saved queries over HTTP with real databases', () => {
       parameters: expect.any(String),
       tags: 'ops,daily',
       isPublic: true,
+      createdBy: s.app.adminUserId,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
     expect(JSON.parse(q.parameters)).toEqual(PARAMETERS);
     expect((await s.call('GET', `/saved-queries/${q.id}`)).body.data).toEqual(q);
+  });
+
+  it('records a run in query history as written: the {{placeholders}}, not the bound $n or the values', async () => {
+    const q = await saved();
+    const r = await run(q.id, PARAMS);
+    expect(r.status, r.text).toBe(200);
+    const history = await s.call('GET', `/connections/${conn.POSTGRES}/queries?pageSize=1`);
+    expect(history.body.data[0]).toMatchObject({ source: 'saved_query', sql: QUERY, status: 'SUCCESS' });
+    // A run the API refuses before executing (a wrong type) takes no number; one that fails is recorded as written too.
+    const bad = await saved({
+      query: `SELECT 1 / ({{minQty}} - {{minQty}}) AS boom FROM ${T}`,
+      parameters: [{ name: 'minQty', type: 'integer', required: true }],
+    });
+    expect((await run(bad.id, { minQty: 2 })).status).toBe(422);
+    const failed = await s.call('GET', `/connections/${conn.POSTGRES}/queries?pageSize=1`);
+    expect(failed.body.data[0]).toMatchObject({ sql: bad.query, status: 'FAILED' });
   });
 
   it('binds PostgreSQL placeholders with :: casts (the guard reads them with the server grammar)', async () => {

@@ -54,11 +54,19 @@ export function recordProblems(page: Page): string[] {
   return problems;
 }
 
-/** Presses Tab (up to 60 times) until `target` has the focus: the element is reachable by keyboard. */
+/**
+ * Presses Tab (up to 60 times) until `target` has the focus: the element is reachable by keyboard. The
+ * locator is resolved again each time (an element may be replaced meanwhile: the SQL editor replaces its
+ * textarea when its chunk has loaded), and the focus is looked for inside open shadow roots too.
+ */
 export async function tabTo(page: Page, target: Locator): Promise<void> {
-  const handle = await target.elementHandle();
   for (let i = 0; i < 60; i++) {
-    if (await page.evaluate((el) => (globalThis as any).document.activeElement === el, handle)) return;
+    const focused = await target.evaluate((el) => {
+      let a = (globalThis as any).document.activeElement;
+      while (a?.shadowRoot?.activeElement) a = a.shadowRoot.activeElement;
+      return a === el;
+    });
+    if (focused) return;
     await page.keyboard.press('Tab');
   }
   throw new Error(`Tab never reached ${target}`);

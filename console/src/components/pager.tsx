@@ -94,14 +94,14 @@ export function NotShown({
 }: {
   error?: Error;
   id?: string;
-  what: 'connection' | 'workflow';
-  route: 'connections' | 'workflows';
+  what: 'connection' | 'workflow' | 'saved query' | 'metric';
+  route: 'connections' | 'workflows' | 'saved-queries' | 'metrics';
 }) {
   if (!(error instanceof ApiError && error.status === 404)) return <ErrorAlert error={error} />;
   return (
     <p role="alert" class="alert">
-      {what === 'connection' ? 'Connection' : 'Workflow'} not found: there is no {what} with the id “{id}”
-      that this key can see. <a href={href(route)}>Show all {route}</a>.
+      {what[0].toUpperCase() + what.slice(1)} not found: there is no {what} with the id “{id}” that this key
+      can see. <a href={href(route)}>Show all {route.replace('-', ' ')}</a>.
     </p>
   );
 }

@@ -9,6 +9,7 @@ import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
 import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
+import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
@@ -453,6 +454,7 @@ function WidgetForm({
   });
   const [error, setError] = useState<ApiError | null>(null);
   const [preview, setPreview] = useState<Result | null>(null);
+  const sqlEditor = useRef<SqlEditorHandle | null>(null);
   // Checked here before Preview asks the API (which needs a connection and a statement).
   const [previewProblem, setPreviewProblem] = useState<{
     field: 'connectionId' | 'query';
@@ -474,9 +476,8 @@ function WidgetForm({
         : null;
     setPreviewProblem(problem);
     if (problem) {
-      document
-        .getElementById(`${prefix}-${problem.field === 'connectionId' ? 'connection' : 'query'}`)
-        ?.focus();
+      if (problem.field === 'query') sqlEditor.current?.focus();
+      else document.getElementById(`${prefix}-connection`)?.focus();
       return;
     }
     try {
@@ -581,18 +582,21 @@ function WidgetForm({
           </>
         )}
         {f.type !== 'TEXT' && (
-          <div class="field">
-            <label for={`${prefix}-query`}>Widget SQL</label>
-            <textarea
+          <>
+            <SqlEditor
               id={`${prefix}-query`}
-              class="code"
+              label="Widget SQL"
               rows={4}
               value={f.query}
-              onInput={set('query')}
-              {...invalid('query')}
+              onChange={(query) => setF((old) => ({ ...old, query }))}
+              onRun={runPreview}
+              connectionId={f.connectionId || undefined}
+              invalid={!!errors.query}
+              describedBy={errors.query ? `${prefix}-query-error` : undefined}
+              editorRef={sqlEditor}
             />
             {problem('query')}
-          </div>
+          </>
         )}
         {f.type === 'TEXT' ? (
           <div class="field">

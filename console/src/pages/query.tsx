@@ -1,10 +1,13 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import { ConnectionSelect, useConnections } from '../components/connection-select';
 import { ErrorAlert } from '../components/load';
 import { Pager, usePaged } from '../components/pager';
 import { count, type Result } from '../components/result';
+import { type Ran, ResultActions } from '../components/result-actions';
 import { ResultTable } from '../components/result-table';
+import { SchemaPanel } from '../components/schema-panel';
+import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
 import { useSubmit } from '../components/use-submit';
 import { useMe } from '../me';
 import { href } from '../router';
@@ -17,7 +20,8 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
     if (connectionId !== undefined) setConn(connectionId);
   }, [connectionId]);
   const [sql, setSql] = useState('');
-  const [result, setResult] = useState<Result | null>(null);
+  const [result, setResult] = useState<{ result: Result; ran: Ran; n: number } | null>(null);
+  const editor = useRef<SqlEditorHandle | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   /** The statement the API refused as a write, and where: what "Submit for approval" sends. */
   const [refusal, setRefusal] = useState<{ sql: string; conn: string } | null>(null);
@@ -44,9 +48,10 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
     setSubmitted(null);
     const ran = { sql, conn };
     try {
-      setResult(
-        await ok(api.POST('/connections/{id}/query', { params: { path: { id: conn } }, body: { sql } })),
+      const result = await ok(
+        api.POST('/connections/{id}/query', { params: { path: { id: conn } }, body: { sql } }),
       );
+      setResult((r) => ({ result, ran: { sql, connectionId: conn }, n: (r?.n ?? 0) + 1 }));
     } catch (err) {
       setResult(null);
       setError(err as ApiError);
@@ -82,98 +87,114 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
   // The refusal stands for the statement and connection it was about: editing either withdraws the offer.
   const refused = refusal !== null && refusal.sql === sql && refusal.conn === conn;
   const refusedOn = connections?.find((c) => c.id === refusal?.conn);
+  const dialect = connections?.find((c) => c.id === conn)?.type;
   return (
     <>
       <h1>Query</h1>
-      <form onSubmit={run} class="stack">
-        <ConnectionSelect value={conn} onChange={setConn} connections={connections} />
-        <div class="field">
-          <label for="sql">SQL</label>
-          <textarea
-            id="sql"
-            rows={8}
-            spellcheck={false}
-            class="code"
-            value={sql}
-            onInput={(e) => setSql(e.currentTarget.value)}
-            onKeyDown={(e) => {
-              if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) run(e);
-            }}
-          />
-        </div>
-        <button type="submit" disabled={running.busy} aria-busy={running.busy || undefined}>
-          Run
-        </button>
-      </form>
-      <ErrorAlert error={error}>
-        {refused && refusedOn?.readOnly === false && (
-          <div class="stack">
-            <p>
-              This statement changes data. It runs only after review:{' '}
-              {me?.role === 'admin'
-                ? 'another admin, or an approver an approval rule names, must approve it (nobody approves their own submission).'
-                : 'an admin, or an approver an approval rule names, must approve it.'}
-            </p>
-            <div class="field">
-              <label for="approval-context">Why (shown to the reviewer, optional)</label>
-              <input
-                id="approval-context"
-                value={context}
-                maxLength={2000}
-                onInput={(e) => setContext(e.currentTarget.value)}
-              />
-            </div>
-            <button type="button" onClick={() => submitting.run()} disabled={submitting.busy}>
-              Submit for approval
+      <div class="query-layout">
+        <div class="query-main">
+          <form onSubmit={run} class="stack">
+            <ConnectionSelect value={conn} onChange={setConn} connections={connections} />
+            <SqlEditor
+              value={sql}
+              onChange={setSql}
+              onRun={() => void running.run()}
+              connectionId={known ? conn : undefined}
+              dialect={dialect}
+              editorRef={editor}
+            />
+            <button type="submit" disabled={running.busy} aria-busy={running.busy || undefined}>
+              Run
             </button>
-          </div>
-        )}
-        {refused && refusedOn?.readOnly !== false && (
-          <p>
-            {refusedOn?.name ?? 'This connection'} is read-only: statements that change data are never run or
-            submitted for approval on it.
-          </p>
-        )}
-      </ErrorAlert>
-      {submitted && (
-        <p role="status">
-          Submitted for approval ({submitted}). See <a href={href('approvals')}>Approvals</a>.
-        </p>
-      )}
-      {result && <ResultTable result={result} csvName="result.csv" caption="Query result" />}
-      {conn && (
-        <section aria-labelledby="history-title">
-          <h2 id="history-title">History</h2>
-          <ErrorAlert error={history.error} />
-          {history.data && history.data.length === 0 ? (
-            <p class="muted">No queries yet.</p>
-          ) : (
-            <ul class="history">
-              {(history.data ?? []).map((h) => (
-                <li key={h.id}>
-                  <button
-                    type="button"
-                    class="link"
-                    onClick={() => setSql(h.sql)}
-                    title="Put this SQL in the editor"
-                  >
-                    <code>{h.sql}</code>
-                  </button>{' '}
-                  <span class={`badge ${h.status.toLowerCase()}`}>{h.status}</span>{' '}
-                  <span class="muted">
-                    {h.rowCount !== null && h.rowCount !== undefined
-                      ? `${count(h.rowCount, 'row')} · ${h.executionTime ?? 0} ms · `
-                      : ''}
-                    {new Date(h.createdAt).toLocaleString()}
-                    {h.error ? ` · ${h.error}` : ''}
-                  </span>
-                </li>
-              ))}
-            </ul>
+          </form>
+          <ErrorAlert error={error}>
+            {refused && refusedOn?.readOnly === false && (
+              <div class="stack">
+                <p>
+                  This statement changes data. It runs only after review:{' '}
+                  {me?.role === 'admin'
+                    ? 'another admin, or an approver an approval rule names, must approve it (nobody approves their own submission).'
+                    : 'an admin, or an approver an approval rule names, must approve it.'}
+                </p>
+                <div class="field">
+                  <label for="approval-context">Why (shown to the reviewer, optional)</label>
+                  <input
+                    id="approval-context"
+                    value={context}
+                    maxLength={2000}
+                    onInput={(e) => setContext(e.currentTarget.value)}
+                  />
+                </div>
+                <button type="button" onClick={() => submitting.run()} disabled={submitting.busy}>
+                  Submit for approval
+                </button>
+              </div>
+            )}
+            {refused && refusedOn?.readOnly !== false && (
+              <p>
+                {refusedOn?.name ?? 'This connection'} is read-only: statements that change data are never run
+                or submitted for approval on it.
+              </p>
+            )}
+          </ErrorAlert>
+          {submitted && (
+            <p role="status">
+              Submitted for approval ({submitted}). See <a href={href('approvals')}>Approvals</a>.
+            </p>
           )}
-          <Pager label="History" list={history} />
-        </section>
-      )}
+          {result && (
+            <>
+              <ResultTable result={result.result} csvName="result.csv" caption="Query result" />
+              <ResultActions key={result.n} result={result.result} ran={result.ran} />
+            </>
+          )}
+          {conn && (
+            <section aria-labelledby="history-title">
+              <h2 id="history-title">History</h2>
+              <ErrorAlert error={history.error} />
+              {history.data && history.data.length === 0 ? (
+                <p class="muted">No queries yet.</p>
+              ) : (
+                <ul class="history">
+                  {(history.data ?? []).map((h) => (
+                    <li key={h.id}>
+                      <button
+                        type="button"
+                        class="link"
+                        onClick={() => setSql(h.sql)}
+                        title="Put this SQL in the editor"
+                      >
+                        <code>{h.sql}</code>
+                      </button>{' '}
+                      <span class={`badge ${h.status.toLowerCase()}`}>{STATUS[h.status] ?? h.status}</span>{' '}
+                      <span class="muted">
+                        {h.rowCount !== null && h.rowCount !== undefined
+                          ? `${count(h.rowCount, 'row')} · ${h.executionTime ?? 0} ms · `
+                          : ''}
+                        {new Date(h.createdAt).toLocaleString()}
+                        {h.error ? ` · ${h.error}` : ''}
+                      </span>
+                    </li>
+                  ))}
+                </ul>
+              )}
+              <Pager label="History" list={history} />
+            </section>
+          )}
+        </div>
+        {known && <SchemaPanel connectionId={conn} onInsert={(text) => editor.current?.insert(text)} />}
+      </div>
     </>
   );
 }
+
+/**
+ * How query history names an outcome. REJECTED there is the guard's refusal of a statement that is not
+ * one read ("Refused"), not a reviewer's rejection of a submitted write (Approvals says "Rejected").
+ */
+const STATUS: Record<string, string> = {
+  SUCCESS: 'Succeeded',
+  FAILED: 'Failed',
+  REJECTED: 'Refused',
+  TIMEOUT: 'Timed out',
+};
