@@ -34,6 +34,8 @@ test('390 px: the builder pages, the navigation, the keys as cards and a wide ta
   adminPage: page,
   server: s,
 }, info) => {
+  // Seven pages with axe on each: more than the default minute on a loaded 2-core machine.
+  test.setTimeout(180_000);
   await page.setViewportSize({ width: 390, height: 844 });
   const demo = await demoConnection(s);
   const member = await addMember(s, {

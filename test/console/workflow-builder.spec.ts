@@ -44,7 +44,7 @@ test('Workflows: built with a query step, a webhook action with a credential and
   await step(form, 1).getByLabel('Step name').fill('plans');
   await step(form, 1).getByLabel('Connection').selectOption(demo.id);
   await step(form, 1)
-    .getByLabel('SQL', { exact: true })
+    .getByRole('textbox', { name: 'SQL', exact: true })
     .fill('SELECT count(*) AS plan_count FROM plans LIMIT 1');
   await form.getByRole('button', { name: 'Add action' }).click();
   const hook = action(form, 1);
@@ -133,13 +133,16 @@ test('Workflows: built with a query step, a webhook action with a credential and
   await detail.getByRole('button', { name: 'Edit', exact: true }).click();
   const edit = builder(page);
   await expect(edit.getByLabel('Name', { exact: true })).toHaveValue('Plans to the receiver');
-  await expect(step(edit, 1).getByLabel('SQL', { exact: true })).toHaveValue(
+  await expect(edit.locator('.sql-editor[data-ready]').first()).toBeVisible();
+  await expect(step(edit, 1).getByRole('textbox', { name: 'SQL', exact: true })).toHaveText(
     'SELECT count(*) AS plan_count FROM plans LIMIT 1',
   );
   await expect(edit.getByLabel('Timezone')).toHaveValue('Europe/Paris');
   await edit.getByRole('button', { name: 'Add step' }).click();
   await expect(step(edit, 2).getByLabel('Connection')).toHaveValue(demo.id);
-  await step(edit, 2).getByLabel('SQL', { exact: true }).fill('SELECT name FROM plans ORDER BY name LIMIT 3');
+  await step(edit, 2)
+    .getByRole('textbox', { name: 'SQL', exact: true })
+    .fill('SELECT name FROM plans ORDER BY name LIMIT 3');
   await edit.getByRole('button', { name: 'Add action' }).click();
   await action(edit, 2).getByLabel('Action type').selectOption('EMAIL');
   await action(edit, 2)
@@ -182,7 +185,9 @@ test('Workflows: markup in names stays text; private and loopback webhook addres
   await form.getByLabel('Name', { exact: true }).fill(name);
   await step(form, 1).getByLabel('Step name').fill(`step ${HOSTILE}`);
   await step(form, 1).getByLabel('Connection').selectOption(demo.id);
-  await step(form, 1).getByLabel('SQL', { exact: true }).fill('SELECT id FROM accounts LIMIT 5');
+  await step(form, 1)
+    .getByRole('textbox', { name: 'SQL', exact: true })
+    .fill('SELECT id FROM accounts LIMIT 5');
   await form.getByRole('button', { name: 'Add action' }).click();
   const url = action(form, 1).getByLabel('URL');
   for (const bad of [

@@ -43,6 +43,7 @@ export function ResultTable({
         </p>
       )}
       {/* Focusable: a table wider than its box scrolls inside it, and the keyboard can scroll it too. */}
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take the focus (axe scrollable-region-focusable) */}
       <div class="table-wrap" tabIndex={0}>
         <table>
           {caption && <caption>{caption}</caption>}

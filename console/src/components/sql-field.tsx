@@ -1,12 +1,15 @@
+import { SqlEditor } from './sql-editor';
+
 /**
- * A step's SQL, labelled "SQL", with the API's message for it beside it. (A plain text area until the
- * console's SQL editor component is in; `connectionId` is for its completion.)
+ * A step's SQL in the SQL editor (labelled "SQL", the connection's dialect and completion of its tables
+ * and columns), with the API's message for it beside it.
  */
 export function SqlField({
   id,
   value,
   onInput,
   error,
+  connectionId,
 }: {
   id: string;
   value: string;
@@ -15,23 +18,22 @@ export function SqlField({
   connectionId?: string;
 }) {
   return (
-    <div class="field">
-      <label for={id}>SQL</label>
-      <textarea
+    <>
+      <SqlEditor
         id={id}
-        class="code"
+        label="SQL"
         rows={4}
-        spellcheck={false}
         value={value}
-        onInput={(e) => onInput(e.currentTarget.value)}
-        aria-invalid={error ? true : undefined}
-        aria-describedby={error ? `${id}-error` : undefined}
+        onChange={onInput}
+        connectionId={connectionId || undefined}
+        invalid={!!error}
+        describedBy={error ? `${id}-error` : undefined}
       />
       {error && (
         <span id={`${id}-error`} class="field-error">
           {error}
         </span>
       )}
-    </div>
+    </>
   );
 }

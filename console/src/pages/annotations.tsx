@@ -35,38 +35,44 @@ export function AnnotationEditor({
 }) {
   const [column, setColumn] = useState('');
   const [status, setStatus] = useState('');
+  // The form is made when opened: a schema of many tables carries no hidden forms.
+  const [open, setOpen] = useState(false);
   const current = notes.find((n) => n.tableName === table && (n.columnName ?? '') === column);
   return (
-    <details class="annotate">
+    <details class="annotate" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>Annotate {table}</summary>
-      <div class="field">
-        <label for={`annotate-${table}-target`}>Annotate</label>
-        <select
-          id={`annotate-${table}-target`}
-          value={column}
-          onChange={(e) => setColumn(e.currentTarget.value)}
-        >
-          <option value="">The table {table}</option>
-          {columns.map((c) => (
-            <option key={c} value={c}>
-              Column {c}
-            </option>
-          ))}
-        </select>
-      </div>
-      {/* Keyed by its target: choosing another column starts from that column's note. */}
-      <NoteForm
-        key={`${column}:${current?.id ?? ''}`}
-        connectionId={connectionId}
-        table={table}
-        column={column || null}
-        existing={current}
-        onChanged={(what) => {
-          setStatus(what);
-          onChanged();
-        }}
-      />
-      <p role="status">{status}</p>
+      {open && (
+        <>
+          <div class="field">
+            <label for={`annotate-${table}-target`}>Annotate</label>
+            <select
+              id={`annotate-${table}-target`}
+              value={column}
+              onChange={(e) => setColumn(e.currentTarget.value)}
+            >
+              <option value="">The table {table}</option>
+              {columns.map((c) => (
+                <option key={c} value={c}>
+                  Column {c}
+                </option>
+              ))}
+            </select>
+          </div>
+          {/* Keyed by its target: choosing another column starts from that column's note. */}
+          <NoteForm
+            key={`${column}:${current?.id ?? ''}`}
+            connectionId={connectionId}
+            table={table}
+            column={column || null}
+            existing={current}
+            onChanged={(what) => {
+              setStatus(what);
+              onChanged();
+            }}
+          />
+          <p role="status">{status}</p>
+        </>
+      )}
     </details>
   );
 }

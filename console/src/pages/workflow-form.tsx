@@ -251,10 +251,14 @@ export function WorkflowForm({
     [pick],
   );
   const prefix = existing ? `wf-${existing.id}` : 'wf-new';
+  // Updates from the latest form (the SQL editor may report several changes before the next render).
   const setStep = (i: number, s: Partial<StepForm>) =>
-    setF({ ...f, steps: f.steps.map((x, j) => (j === i ? { ...x, ...s } : x)) });
+    setF((old) => ({ ...old, steps: old.steps.map((x, j) => (j === i ? { ...x, ...s } : x)) }));
   const setAction = (i: number, a: Partial<WebhookForm> | Partial<EmailForm>) =>
-    setF({ ...f, actions: f.actions.map((x, j) => (j === i ? ({ ...x, ...a } as ActionForm) : x)) });
+    setF((old) => ({
+      ...old,
+      actions: old.actions.map((x, j) => (j === i ? ({ ...x, ...a } as ActionForm) : x)),
+    }));
   const save = useSubmit(async () => {
     setError(null);
     try {
