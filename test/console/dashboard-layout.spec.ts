@@ -125,6 +125,20 @@ test('Dashboards: a widget dragged to a new place keeps it after reload, and its
   expect(top.y).toBeLessThan((await box(region(page, 'Gamma'))).y);
   // Two rows of 10 rem plus the gap: taller than Beta, which stayed one row high.
   expect(top.height).toBeGreaterThan((await box(region(page, 'Beta'))).height * 1.8);
+
+  // A window narrowed to a phone lets go of the drag layout (one widget per row, no handles, the same
+  // widgets still shown); widened again, the handles and the saved layout come back.
+  const stored = await cells(s, id);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect(page.getByRole('button', { name: /^Move / })).toHaveCount(0);
+  await expect(page.locator('.grid.grid-stack')).toHaveCount(0);
+  const main = await box(page.locator('main'));
+  for (const t of ['Alpha', 'Beta', 'Gamma'])
+    expect((await box(region(page, t))).width).toBeGreaterThan(main.width * 0.8);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await expect(page.getByRole('button', { name: 'Move Alpha' })).toBeVisible();
+  expect((await box(region(page, 'Alpha'))).y).toBeLessThan((await box(region(page, 'Gamma'))).y);
+  expect(await cells(s, id)).toEqual(stored);
 });
 
 test('Dashboards: a member sees no edit controls on an admin’s public dashboard, and all of them on their own', async ({

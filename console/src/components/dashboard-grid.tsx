@@ -36,6 +36,36 @@ function useWide(): boolean {
   return wide;
 }
 
+/**
+ * Gives a grid back to the CSS grid after gridstack let go of it (the window became narrow): the classes,
+ * inline positions and resize handles it added go, the widgets stay mounted (no data is read again).
+ */
+function unGrid(el: HTMLElement) {
+  el.classList.remove('grid-stack', 'grid-stack-animate', 'grid-stack-static', `gs-${COLUMNS}`);
+  el.removeAttribute('gs-current-row');
+  for (const p of ['--gs-column-width', '--gs-columns', '--gs-cell-height', 'min-height', 'height'])
+    el.style.removeProperty(p);
+  for (const side of ['top', 'bottom', 'right', 'left']) el.style.removeProperty(`--gs-item-margin-${side}`);
+  for (const extra of el.querySelectorAll(':scope > .grid-stack-placeholder')) extra.remove();
+  for (const item of el.querySelectorAll<HTMLElement>(':scope > .grid-stack-item')) {
+    for (const p of [
+      'top',
+      'left',
+      'right',
+      'width',
+      'height',
+      'position',
+      '--gs-x',
+      '--gs-y',
+      '--gs-w',
+      '--gs-h',
+    ])
+      item.style.removeProperty(p);
+    item.classList.remove('ui-draggable', 'ui-resizable', 'ui-draggable-disabled', 'ui-resizable-disabled');
+    for (const handle of item.querySelectorAll(':scope > .ui-resizable-handle')) handle.remove();
+  }
+}
+
 const sameCell = (n: GridStackNode, c: Cell | undefined) =>
   !!c && n.x === c.x && n.y === c.y && n.w === c.w && n.h === c.h;
 
@@ -132,6 +162,7 @@ export function DashboardGrid({
     return () => {
       live = false;
       made?.destroy(false);
+      if (made && container.current) unGrid(container.current);
       grid.current = null;
       setReady(false);
     };
@@ -227,7 +258,7 @@ export function DashboardGrid({
           The layout editor could not be loaded: reload the page to move widgets.
         </p>
       )}
-      <div class="grid" ref={container} key={active ? 'drag' : 'static'}>
+      <div class="grid" ref={container}>
         {order.map((id) => {
           const w = byId.get(id);
           const c = cells.get(id);

@@ -83,6 +83,8 @@ function DashboardView({ id }: { id: string }) {
 
 function Dashboard({ id }: { id: string }) {
   const d = useLoad(() => ok(api.GET('/dashboards/{id}', { params: { path: { id } } })), [id]);
+  // Who the key is decides the controls and whether the drag layout loads (it is asked once per sign-in);
+  // the widgets do not wait for it: the drag layout takes over the same grid when it is known.
   const me = useMe();
   // useLoad keeps the last data while it loads again: only ever this dashboard's.
   const board = d.data?.id === id ? d.data : undefined;

@@ -50,7 +50,7 @@ export function WorkflowsPage({ id }: { id?: string }) {
               <td data-label="State">{w.isActive ? 'active' : 'inactive'}</td>
               <td data-label="Published">
                 {w.publishedVersion ? `version ${w.publishedVersion}` : 'never'}
-                {w.hasUnpublishedChanges ? ' (unpublished changes)' : ''}
+                {w.publishedVersion && w.hasUnpublishedChanges ? ' (unpublished changes)' : ''}
               </td>
             </tr>
           ))}
