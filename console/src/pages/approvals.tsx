@@ -269,8 +269,8 @@ export function ApprovalsPage() {
           </nav>
         )}
       </section>
-      {/* Admin-only in the API: a member is never shown a form that can only answer 403. */}
-      {isAdmin(me) && <ApprovalRules />}
+      {/* Admin-only in the API (role and the `admin` scope): nobody is shown a form that can only answer 403. */}
+      {isAdmin(me) && (me?.scopes.includes('*') || me?.scopes.includes('admin')) && <ApprovalRules />}
     </>
   );
 }
