@@ -21,6 +21,7 @@ export interface WorkflowRecord {
   draftRevision: number;
   publishedVersion: number | null;
   hasUnpublishedChanges: boolean;
+  updatedAt: string;
   steps: {
     id: string;
     name: string;

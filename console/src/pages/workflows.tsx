@@ -90,7 +90,11 @@ export function WorkflowsPage({ id }: { id?: string }) {
   );
 }
 
-function WorkflowDetail({ workflow: w, onChanged }: { workflow: WorkflowRecord; onChanged: () => void }) {
+function WorkflowDetail({ workflow, onChanged }: { workflow: WorkflowRecord; onChanged: () => void }) {
+  // The API's answer to a change made here (publish, deactivate, save) shows at once, with the buttons it
+  // implies; a later read of the workflow replaces it.
+  const [own, setOwn] = useState<WorkflowRecord | null>(null);
+  const w = own && own.updatedAt >= workflow.updatedAt ? own : workflow;
   const runs = usePaged(
     (query) => okPage(api.GET('/workflows/{id}/runs', { params: { path: { id: w.id }, query } })),
     [w.id],
@@ -127,6 +131,7 @@ function WorkflowDetail({ workflow: w, onChanged }: { workflow: WorkflowRecord; 
         }),
       );
       setWarnings(null);
+      setOwn(r as WorkflowRecord);
       setStatus(`Published version ${r.publishedVersion}.`);
       onChanged();
     } catch (err) {
@@ -140,7 +145,11 @@ function WorkflowDetail({ workflow: w, onChanged }: { workflow: WorkflowRecord; 
     setError(null);
     setStatus(null);
     try {
-      await ok(api.PATCH('/workflows/{id}', { params: { path: { id: w.id } }, body: { isActive: false } }));
+      setOwn(
+        (await ok(
+          api.PATCH('/workflows/{id}', { params: { path: { id: w.id } }, body: { isActive: false } }),
+        )) as WorkflowRecord,
+      );
       onChanged();
     } catch (err) {
       setError(err as ApiError);
@@ -173,6 +182,7 @@ function WorkflowDetail({ workflow: w, onChanged }: { workflow: WorkflowRecord; 
           <WorkflowForm
             existing={w}
             onSaved={(saved) => {
+              setOwn(saved);
               setEditing(false);
               setWarnings(null);
               setStatus(
