@@ -10,21 +10,28 @@ import { launchBrowser } from '../test/support/browser';
 import { type BenchModule, kib, median, ms } from './context';
 import { snapshotEnv } from './query';
 
-/** Target (issue 27): the JavaScript the console loads before its first render, gzip. */
-export const CONSOLE_INITIAL_JS_TARGET_BYTES = 250_000;
+/**
+ * Target (issue 34; 250 KB in issue 27): the JavaScript the console loads before its first render, gzip,
+ * with the SQL editor (CodeMirror) loaded lazily, outside it.
+ */
+export const CONSOLE_INITIAL_JS_TARGET_BYTES = 150_000;
 /** Target (issue 27): a six-widget dashboard fully drawn within 1 s of navigation, on the local server. */
 export const DASHBOARD_RENDER_TARGET_MS = 1000;
 
 const DIST = join(import.meta.dirname, '..', 'console', 'dist');
 
 /** index.html's module script and modulepreload links: what loads before the first render. */
-function initialJs(): { initial: number; lazy: number; files: string[] } {
+function initialJs(): { initial: number; lazy: number; editor: number; files: string[] } {
   const html = readFileSync(join(DIST, 'index.html'), 'utf8');
   const files = [...html.matchAll(/(?:src|href)="\/(assets\/[^"]+\.js)"/g)].map((m) => m[1]);
   const gz = (f: string) => gzipSync(readFileSync(join(DIST, f)), { level: 9 }).length;
   const initial = files.reduce((s, f) => s + gz(f), 0);
   const all = readdirJs().reduce((s, f) => s + gz(f), 0);
-  return { initial, lazy: all - initial, files };
+  // The SQL editor's chunk (console/src/components/code-editor.ts and CodeMirror).
+  const editor = readdirJs()
+    .filter((f) => /\/code-editor-[^/]+\.js$/.test(f))
+    .reduce((s, f) => s + gz(f), 0);
+  return { initial, lazy: all - initial, editor, files };
 }
 
 function readdirJs(): string[] {
@@ -43,7 +50,9 @@ export const consoleBench: BenchModule = {
     const js = initialJs();
     const overTarget: string[] = [];
     if (js.initial > CONSOLE_INITIAL_JS_TARGET_BYTES)
-      overTarget.push(`console initial JavaScript ${kib(js.initial)} gzip (target ≤ 250 KB)`);
+      overTarget.push(`console initial JavaScript ${kib(js.initial)} gzip (target ≤ 150 KB)`);
+    if (!js.editor || js.files.some((f) => f.includes('code-editor-')))
+      overTarget.push('the SQL editor is not a lazily loaded chunk of its own');
 
     const dataDir = mkdtempSync(join(tmpdir(), 'loupe-bench-console-'));
     const key = generateKey();
@@ -172,10 +181,17 @@ export const consoleBench: BenchModule = {
           'initial JavaScript (gzip)',
           kib(js.initial),
           '',
-          '≤ 250 KB',
+          '≤ 150 KB',
           js.initial > CONSOLE_INITIAL_JS_TARGET_BYTES ? 'OVER TARGET' : 'ok',
         ],
         ['lazy JavaScript (gzip: charts, SQL editor, drag layout)', kib(js.lazy), '', '', ''],
+        [
+          '  of which the SQL editor (CodeMirror, lang-sql, lang-json)',
+          kib(js.editor),
+          '',
+          'lazy',
+          js.editor && !js.files.some((f) => f.includes('code-editor-')) ? 'ok' : 'NOT LAZY',
+        ],
         [
           'six-widget dashboard, navigation → all drawn',
           ms(renderMedian),

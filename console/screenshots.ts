@@ -127,6 +127,12 @@ try {
 
   await nav('Query');
   await page.getByLabel('Connection').selectOption({ label: 'Demo SaaS (SQLite) (SQLITE)' });
+  // The SQL editor (its own chunk) and the Schema panel, loaded.
+  await page.locator('.sql-editor[data-ready]').waitFor();
+  await page
+    .getByRole('region', { name: 'Schema' })
+    .getByRole('button', { name: 'accounts', exact: true })
+    .waitFor();
   await page
     .getByLabel('SQL')
     .fill(

@@ -48,8 +48,6 @@ export interface EditorOptions {
   doc: string;
   /** The accessible name of the text box ("SQL"). */
   label: string;
-  /** At least this many lines tall. */
-  minLines: number;
   onChange(doc: string): void;
   onRun(): void;
 }

@@ -29,7 +29,7 @@ export function schemaOf(connectionId: string): Promise<SchemaInfo> {
   if (hit && Date.now() - hit.at < FRESH_MS) return hit.info;
   const path = { id: connectionId };
   const info = Promise.all([
-    ok(api.GET('/connections/{id}', { params: { path } })),
+    typeOf(connectionId).then((type) => ({ type })),
     ok(api.GET('/connections/{id}/schema', { params: { path } })),
     // Annotations are extra: without them the schema still completes and lists.
     ok(api.GET('/connections/{id}/annotations', { params: { path, query: { pageSize: 100 } } })).catch(
@@ -47,6 +47,18 @@ export function schemaOf(connectionId: string): Promise<SchemaInfo> {
     if (cache.get(connectionId)?.info === info) cache.delete(connectionId);
   });
   return info;
+}
+
+const types = new Map<string, Promise<string>>();
+/** The connection's type (it never changes), read once; a failure is not kept. */
+export function typeOf(connectionId: string): Promise<string> {
+  let type = types.get(connectionId);
+  if (!type) {
+    type = ok(api.GET('/connections/{id}', { params: { path: { id: connectionId } } })).then((c) => c.type);
+    types.set(connectionId, type);
+    type.catch(() => types.delete(connectionId));
+  }
+  return type;
 }
 
 /** Forgets a connection's schema (after "Refresh schema", or an annotation changed). */

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import { ErrorAlert, Loading } from './load';
+import { count } from './result';
 import { type Annotation, type SchemaTable, useSchema } from './schema-cache';
 import { quoteIdent } from './sql-text';
 
@@ -76,8 +77,8 @@ export function SchemaPanel({
           </div>
           <p id="schema-panel-count" class="muted" aria-live="polite">
             {q
-              ? `${tables.length} of ${info.tables.length} tables match.`
-              : `${info.tables.length} tables. Click a name to insert it at the cursor.`}
+              ? `${tables.length} of ${count(info.tables.length, 'table')} match.`
+              : `${count(info.tables.length, 'table')}. Click a name to insert it at the cursor.`}
           </p>
           <ul class="schema-tables">
             {tables.slice(0, SHOWN).map(({ table: t, columns, matched }) => {

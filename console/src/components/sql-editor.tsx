@@ -1,12 +1,18 @@
 import type { RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { EditorInstance } from './code-editor';
-import { type SchemaInfo, schemaOf } from './schema-cache';
+import { type SchemaInfo, schemaOf, typeOf } from './schema-cache';
 
 let chunk: Promise<typeof import('./code-editor')> | undefined;
 /** CodeMirror and lang-sql, in their own chunk, fetched once when the first editor appears. */
 export const loadSqlEditor = () => {
-  chunk ??= import('./code-editor');
+  if (!chunk) {
+    chunk = import('./code-editor');
+    // A failed load (offline, a deployment replaced the chunk) is tried again by the next editor.
+    chunk.catch(() => {
+      chunk = undefined;
+    });
+  }
   return chunk;
 };
 
@@ -83,7 +89,6 @@ export function SqlEditor({
         editor.current = m.createEditor(host.current, {
           doc: latest.current.value,
           label,
-          minLines: rows,
           onChange: (v) => {
             latest.current.value = v;
             latest.current.reported = v;
@@ -128,7 +133,22 @@ export function SqlEditor({
       live = false;
     };
   }, [connectionId]);
-  const type = dialect ?? schema?.type;
+  // The dialect: as the page says, else the connection's type (read on its own: a connection whose
+  // schema was never read still has its dialect).
+  const [ownType, setOwnType] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    setOwnType(undefined);
+    if (dialect || !connectionId) return;
+    let live = true;
+    typeOf(connectionId).then(
+      (t) => live && setOwnType(t),
+      () => {},
+    );
+    return () => {
+      live = false;
+    };
+  }, [connectionId, dialect]);
+  const type = dialect ?? ownType;
   useEffect(() => {
     editor.current?.setLanguage(type, schema);
   }, [type, schema, ready]);

@@ -23,8 +23,11 @@ const mayChange = (me: Me | null, m: { createdBy?: string }) =>
 /** A value as the reader's locale writes numbers; anything else as text. */
 function formatValue(v: unknown): string {
   if (typeof v === 'number') return v.toLocaleString(undefined, { maximumFractionDigits: 6 });
-  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v) && v.length < 16)
-    return Number(v).toLocaleString(undefined, { maximumFractionDigits: 6 });
+  // A database decimal arrives as text ("35.0000000000000000"): written like a number when that loses
+  // nothing (trailing zeros go), else as it came.
+  const m = typeof v === 'string' ? /^(-?\d+)(?:\.(\d*?)0*)?$/.exec(v) : null;
+  if (m && m[1].replace('-', '').length <= 15 && (m[2] ?? '').length <= 6)
+    return Number(`${m[1]}.${m[2] || '0'}`).toLocaleString(undefined, { maximumFractionDigits: 6 });
   return cell(v);
 }
 
@@ -129,6 +132,12 @@ function MetricCard({
   const [editing, setEditing] = useState(false);
   const [deleting, setDeleting] = useState(false);
   const editButton = useRef<HTMLButtonElement>(null);
+  // Back from the edit form (saved or cancelled): the focus returns to Edit once it is drawn again.
+  const wasEditing = useRef(false);
+  useEffect(() => {
+    if (!editing && wasEditing.current) editButton.current?.focus();
+    wasEditing.current = editing;
+  }, [editing]);
   const evaluate = useSubmit(async () => {
     setError(null);
     try {
@@ -173,12 +182,8 @@ function MetricCard({
           onSaved={() => {
             setEditing(false);
             onChanged();
-            editButton.current?.focus();
           }}
-          onCancel={() => {
-            setEditing(false);
-            editButton.current?.focus();
-          }}
+          onCancel={() => setEditing(false)}
         />
       ) : (
         <>

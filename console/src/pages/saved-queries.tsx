@@ -158,6 +158,12 @@ function SavedQuery({
   const [deleting, setDeleting] = useState(false);
   const [deleteError, setDeleteError] = useState<ApiError | null>(null);
   const editButton = useRef<HTMLButtonElement>(null);
+  // Back from the edit form (saved or cancelled): the focus returns to Edit once it is drawn again.
+  const wasEditing = useRef(false);
+  useEffect(() => {
+    if (!editing && wasEditing.current) editButton.current?.focus();
+    wasEditing.current = editing;
+  }, [editing]);
   // The API names a parameter's problem as `body.params.<name>` (or `params.<name>`).
   const errors = Object.fromEntries(
     Object.entries(fieldErrors(error)).map(([path, message]) => [path.replace(/^params\./, ''), message]),
@@ -210,12 +216,8 @@ function SavedQuery({
           onSaved={() => {
             setEditing(false);
             onChanged();
-            editButton.current?.focus();
           }}
-          onCancel={() => {
-            setEditing(false);
-            editButton.current?.focus();
-          }}
+          onCancel={() => setEditing(false)}
         />
       ) : (
         <>
@@ -490,7 +492,7 @@ function SavedQueryForm({
       ))}
       <label class="check">
         <input type="checkbox" checked={isPublic} onChange={(e) => setIsPublic(e.currentTarget.checked)} />{' '}
-        Shared with the organization (members see it when they may use its connection)
+        Shared with the organization (members see it on the databases assigned to them)
       </label>
       <ErrorAlert error={error} />
       <p>
