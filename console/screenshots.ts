@@ -84,7 +84,14 @@ const demoConn = ((await call('GET', '/connections')) as { id: string; name: str
 )!;
 const workflow = await call('POST', '/workflows', {
   name: 'Weekly plan mix',
-  triggerType: 'MANUAL',
+  triggerType: 'SCHEDULE',
+  triggerConfig: { preset: 'WEEKLY', dayOfWeek: 1, hour: 8, minute: 0, timezone: 'Europe/Berlin' },
+  actions: [
+    {
+      type: 'EMAIL',
+      config: { to: ['team@example.com'], subject: 'Plan mix: {{query_1.row_count}} plans', attachCsv: true },
+    },
+  ],
   connectionId: demoConn.id,
   steps: [
     {
@@ -152,6 +159,29 @@ try {
   await run.locator('summary', { hasText: 'Step results' }).click();
   await run.getByRole('table').first().waitFor();
   await page.screenshot({ path: join(out, 'console-workflows.png'), fullPage: true });
+  // The builder: a new workflow with a step, a webhook action and a schedule.
+  await page.getByRole('button', { name: 'New workflow' }).click();
+  const form = page.locator('form.builder');
+  await form.getByLabel('Name', { exact: true }).fill('Churned accounts to the CRM');
+  const step = form.getByRole('group', { name: 'Step 1' });
+  await step.getByLabel('Step name').fill('churned');
+  await step.getByLabel('Connection').selectOption(demoConn.id);
+  await step
+    .getByRole('textbox', { name: 'SQL' })
+    .fill("SELECT id, name, country FROM accounts WHERE status = 'churned' LIMIT 100");
+  await step.getByLabel(/Stop here/).check();
+  await form.getByRole('button', { name: 'Add action' }).click();
+  await form
+    .getByRole('group', { name: 'Action 1' })
+    .getByLabel('URL')
+    .fill('https://crm.example.com/hooks/loupe');
+  await form.getByLabel('On a schedule').check();
+  await form.getByLabel('Time', { exact: true }).fill('07:30');
+  await form.getByLabel('Timezone').fill('Europe/Berlin');
+  await form.getByRole('heading', { name: 'Trigger' }).scrollIntoViewIfNeeded();
+  await page.getByRole('heading', { name: 'New workflow' }).scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await page.locator('form.builder').screenshot({ path: join(out, 'console-workflow-builder.png') });
 
   await nav('Settings');
   await page

@@ -98,6 +98,10 @@ export const Dashboard = once(() =>
     title: z.string(),
     description: z.nullable(z.string()),
     isPublic: z.boolean(),
+    createdBy: describe(
+      z.string(),
+      'Extension: the user id of the creator. The creator and admins may change the dashboard and its widgets; other members only see it (when it is public)',
+    ),
     createdAt: z.string(),
     updatedAt: z.string(),
     widgets: z.array(Widget()),

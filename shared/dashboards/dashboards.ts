@@ -33,6 +33,7 @@ export function dashboardView(d: DashboardRecord, widgets: WidgetRecord[]) {
     title: d.title,
     description: d.description ?? null,
     isPublic: d.isPublic,
+    createdBy: d.createdBy,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
     widgets: widgets.map(widgetView),

@@ -63,11 +63,15 @@ test('Connections: a failed test shows the diagnosis and fix steps; fixing the p
 
   // The successful test read the schema, and the page shows it without a reload.
   await page.getByLabel('Search tables and columns').fill(`conn_${tag}`);
-  await expect(page.locator('summary', { hasText: `conn_${tag}_first` })).toBeVisible();
+  await expect(
+    page.locator('details.table-schema > summary', { hasText: `conn_${tag}_first` }),
+  ).toBeVisible();
   // A table created later appears after "Refresh schema".
   await dbs.pg.query(`CREATE TABLE conn_${tag}_later (id int PRIMARY KEY, note text)`);
   await page.getByRole('button', { name: 'Refresh schema' }).click();
-  await expect(page.locator('summary', { hasText: `conn_${tag}_later` })).toBeVisible();
+  await expect(
+    page.locator('details.table-schema > summary', { hasText: `conn_${tag}_later` }),
+  ).toBeVisible();
   await dbs.pg.query(`DROP TABLE conn_${tag}_first`);
   await dbs.close(`conn_${tag}_later`);
 });

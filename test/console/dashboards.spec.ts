@@ -181,7 +181,7 @@ test('Refresh re-runs the query: a change in the database shows at once and beco
   }
 });
 
-test('lays widgets out by position, width and height; the edit form moves and resizes one', async ({
+test('lays widgets out by position, width and height; the edit form resizes one, its handle moves it', async ({
   adminPage: page,
   server,
   origin,
@@ -199,57 +199,65 @@ test('lays widgets out by position, width and height; the edit form moves and re
     expect(r.status, r.text).toBe(201);
   }
   await page.goto(`${origin}/#/dashboards/${id}`);
-  const grid = page.locator('.grid');
-  const shown = async () =>
-    grid.locator(':scope > section').evaluateAll((els: any[]) =>
-      els.map((e) => {
-        const st = (globalThis as any).getComputedStyle(e);
-        return [e.querySelector('h2').textContent, st.gridColumnStart, st.gridRowStart];
-      }),
-    );
-  await expect.poll(shown).toEqual([
-    ['First', 'span 12', 'span 1'],
-    ['Second', 'span 8', 'span 2'],
-    ['Third', 'span 4', 'span 3'],
-  ]);
-  // Side by side where the widths fit: Second and Third share a row after First.
-  const boxes = await Promise.all(
-    ['First', 'Second', 'Third'].map((t) => page.getByRole('region', { name: t }).boundingBox()),
-  );
-  expect(boxes[1]!.y).toBeGreaterThan(boxes[0]!.y);
-  expect(boxes[2]!.y).toBe(boxes[1]!.y);
-  expect(boxes[2]!.x).toBeGreaterThan(boxes[1]!.x);
+  const box = async (title: string) => {
+    const b = await page.getByRole('region', { name: title, exact: true }).boundingBox();
+    if (!b) throw new Error(`${title} is not shown`);
+    return b;
+  };
+  const grid = (await page.locator('.grid').boundingBox())!;
+  // In reading order; First alone on its row, then Second (8 of 12 columns) and Third (4) side by side,
+  // Third three rows high.
+  await expect(page.getByRole('region')).toHaveText([/First/, /Second/, /Third/]);
+  const [first, second, third] = [await box('First'), await box('Second'), await box('Third')];
+  expect(first.width).toBeGreaterThan(grid.width * 0.95);
+  expect(second.y).toBeGreaterThan(first.y);
+  expect(third.y).toBe(second.y);
+  expect(third.x).toBeGreaterThan(second.x);
+  expect(second.width / third.width).toBeCloseTo(2, 0);
+  expect(third.height / first.height).toBeCloseTo(3, 0);
 
-  // Move Third before Second and make it full width.
+  // The edit form makes Third full width: it no longer fits beside Second and goes below it.
   await page.getByRole('button', { name: 'Edit widget Third' }).click();
   const form = page.getByRole('region', { name: 'Edit widget Third' });
   expect(await form.getByLabel('Markdown').inputValue()).toBe('Third');
-  await form.getByLabel(/^Position/).fill('1');
+  await expect(form.getByLabel(/^Position/)).toHaveCount(0);
   await form.getByLabel(/^Width/).fill('12');
   await form.getByRole('button', { name: 'Save widget' }).click();
-  await expect.poll(shown).toEqual([
-    ['First', 'span 12', 'span 1'],
-    ['Third', 'span 12', 'span 3'],
-    ['Second', 'span 8', 'span 2'],
-  ]);
-  const stored = (await server.call('GET', `/dashboards/${id}/widgets`)).body.data as StoredWidget[];
-  expect(stored.find((w) => w.title === 'Third')).toMatchObject({ position: 1, width: 12, height: 3 });
-  expect(stored.map((w) => w.title)).toEqual(['First', 'Third', 'Second']);
+  await expect(page.getByRole('region')).toHaveText([/First/, /Second/, /Third/]);
+  await expect.poll(async () => (await box('Third')).y).toBeGreaterThan((await box('Second')).y);
+  // Its handle takes it above Second.
+  await page.getByRole('button', { name: 'Move Third' }).focus();
+  await page.keyboard.press('ArrowUp');
+  await expect(page.getByRole('region')).toHaveText([/First/, /Third/, /Second/]);
+  await expect
+    .poll(async () =>
+      ((await server.call('GET', `/dashboards/${id}/widgets`)).body.data as StoredWidget[]).map((w) => [
+        w.title,
+        w.position,
+        w.width,
+        w.height,
+      ]),
+    )
+    .toEqual([
+      ['First', 0, 12, 1],
+      ['Third', 12, 12, 3],
+      ['Second', 48, 8, 2],
+    ]);
 
   // A new widget goes after the last one, even after a delete left fewer widgets than positions.
   await page.getByRole('button', { name: 'Delete widget First' }).click();
   await page.getByRole('button', { name: 'Yes, delete widget' }).click();
   await expect(page.getByRole('region', { name: 'First' })).toHaveCount(0);
   const add = await addForm(page);
-  await expect(add.getByLabel(/^Position/)).toHaveValue('3');
   await fillWidget(add, { title: 'Last', type: 'TEXT', markdown: 'last' });
   await add.getByRole('button', { name: 'Add widget' }).click();
   await expect(page.getByRole('region', { name: 'Last' })).toBeVisible();
+  await expect(page.getByRole('region')).toHaveText([/Third/, /Second/, /Last/]);
   const after = (await server.call('GET', `/dashboards/${id}/widgets`)).body.data as StoredWidget[];
   expect(after.map((w) => [w.title, w.position])).toEqual([
-    ['Third', 1],
-    ['Second', 2],
-    ['Last', 3],
+    ['Third', 12],
+    ['Second', 48],
+    ['Last', 49],
   ]);
 });
 

@@ -41,6 +41,7 @@ describe('dashboards and widgets over HTTP', () => {
       title: `Sales ${suffix}`,
       description: 'Weekly numbers',
       isPublic: false,
+      createdBy: s.app.adminUserId,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       widgets: [],

@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { Chart, type ChartConfig, type ChartKind, loadChartJs } from './chart';
+import { formatMetric } from './format';
 import { ErrorAlert, Loading, useLoad } from './load';
 import { Markdown } from './markdown';
 import { cell, type Result } from './result';
@@ -29,13 +30,16 @@ export function parseConfig(config: string): ChartConfig & { text?: string; mark
   }
 }
 
-/** One widget: a region named by its title, placed on the dashboard's 12-column grid. */
+/** One widget: a region named by its title (DashboardGrid places it on the dashboard's 12-column grid). */
 export function Widget({
   widget: w,
+  handle,
   actions,
   notice,
 }: {
   widget: WidgetRecord;
+  /** The "Move …" handle before the title, for those who may change the layout. */
+  handle?: ComponentChildren;
   /** Buttons beside the title (Edit, Delete). */
   actions?: ComponentChildren;
   /** Shown under the title instead of the content while set (a confirmation asked about this widget). */
@@ -63,16 +67,9 @@ export function Widget({
   );
   const titleId = `widget-${w.id}`;
   return (
-    <section
-      class="widget"
-      aria-labelledby={titleId}
-      style={{
-        gridColumn: `span ${Math.min(12, Math.max(1, w.width))}`,
-        gridRow: `span ${Math.max(1, w.height)}`,
-      }}
-      data-widget-type={w.type}
-    >
+    <section class="widget grid-stack-item-content" aria-labelledby={titleId} data-widget-type={w.type}>
       <header>
+        {handle}
         <h2 id={titleId}>{w.title}</h2>
         <span class="widget-tools">
           {w.type !== 'TEXT' && (
@@ -128,11 +125,11 @@ export function WidgetBody({
   if (!result.rows.length) return <p class="muted widget-empty">No rows</p>;
   if (type === 'METRIC') {
     const col = (typeof config.y === 'string' && config.y) || result.columns[0];
-    const value = cell(result.rows[0]?.[col]);
+    const raw = result.rows[0]?.[col];
     return (
       <p class="metric">
-        <span class="metric-value" title={value}>
-          {value}
+        <span class="metric-value" title={cell(raw)}>
+          {formatMetric(raw)}
         </span>
         <span class="metric-label">{col}</span>
       </p>

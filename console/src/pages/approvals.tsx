@@ -5,7 +5,8 @@ import { Pager, usePaged } from '../components/pager';
 import { count, type Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
-import { useMe } from '../me';
+import { isAdmin, useMe } from '../me';
+import { ApprovalRules } from './approval-rules';
 
 type Outcome = (Result & { rowsAffected?: number }) | null | undefined;
 
@@ -268,6 +269,8 @@ export function ApprovalsPage() {
           </nav>
         )}
       </section>
+      {/* Admin-only in the API (role and the `admin` scope): nobody is shown a form that can only answer 403. */}
+      {isAdmin(me) && (me?.scopes.includes('*') || me?.scopes.includes('admin')) && <ApprovalRules />}
     </>
   );
 }

@@ -9,6 +9,7 @@ import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
+import { AnnotationEditor } from './annotations';
 
 /** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
 export function ConnectionsPage({ id }: { id?: string }) {
@@ -26,7 +27,7 @@ export function ConnectionsPage({ id }: { id?: string }) {
       {list.loading && !list.data && <Loading what="connections" />}
       <div class="split">
         <section aria-label="Connection list">
-          <table>
+          <table class="phone-cards">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -42,13 +43,13 @@ export function ConnectionsPage({ id }: { id?: string }) {
                   <td>
                     <a href={href('connections', c.id)}>{c.name}</a>
                   </td>
-                  <td>{c.type}</td>
-                  <td>
+                  <td data-label="Type">{c.type}</td>
+                  <td data-label="Status">
                     <span class={`badge ${c.isActive ? 'success' : 'muted'}`}>
                       {c.isActive ? 'active' : 'inactive'}
                     </span>
                   </td>
-                  <td>
+                  <td data-label="Health">
                     {c.lastError ? (
                       <span class="badge failed">
                         failing: {c.lastErrorDiagnosis?.title ?? 'last attempt failed'}
@@ -59,7 +60,9 @@ export function ConnectionsPage({ id }: { id?: string }) {
                       <span class="muted">not tested yet</span>
                     )}
                   </td>
-                  <td>{c.lastTestedAt ? new Date(c.lastTestedAt).toLocaleString() : 'never'}</td>
+                  <td data-label="Last test">
+                    {c.lastTestedAt ? new Date(c.lastTestedAt).toLocaleString() : 'never'}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -248,6 +251,13 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
               })}
             </tbody>
           </table>
+          <AnnotationEditor
+            connectionId={c.id}
+            table={t.name}
+            columns={t.columns.map((col) => col.name)}
+            notes={notes.data ?? []}
+            onChanged={() => notes.reload()}
+          />
         </details>
       ))}
     </section>
@@ -385,7 +395,7 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
         {field('database', 'Database')}
         {field('username', 'Username')}
         {field('password', existing ? 'New password (leave empty to keep it)' : 'Password')}
-        <label>
+        <label class="check">
           <input
             type="checkbox"
             checked={form.sslEnabled}
@@ -393,7 +403,7 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
           />{' '}
           Use TLS (SSL) to connect
         </label>
-        <label>
+        <label class="check">
           <input
             type="checkbox"
             checked={form.readOnly}

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
+import { DashboardGrid, type LayoutChange } from '../components/dashboard-grid';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
@@ -12,6 +13,7 @@ import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
+import { isAdmin, useMe } from '../me';
 import { href } from '../router';
 
 export function DashboardsPage({ id }: { id?: string }) {
@@ -21,11 +23,12 @@ export function DashboardsPage({ id }: { id?: string }) {
 function DashboardList() {
   const list = usePaged((query) => okPage(api.GET('/dashboards', { params: { query } })));
   const [title, setTitle] = useState('');
+  const [isPublic, setIsPublic] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const create = useSubmit(async () => {
     setError(null);
     try {
-      const d = await ok(api.POST('/dashboards', { body: { title } }));
+      const d = await ok(api.POST('/dashboards', { body: { title, isPublic } }));
       location.hash = href('dashboards', d.id);
     } catch (err) {
       setError(err as ApiError);
@@ -57,6 +60,10 @@ function DashboardList() {
           <label for="new-dashboard">New dashboard title</label>
           <input id="new-dashboard" value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
         </div>
+        <label class="check">
+          <input type="checkbox" checked={isPublic} onChange={(e) => setIsPublic(e.currentTarget.checked)} />{' '}
+          Public
+        </label>
         <button type="submit" disabled={create.busy}>
           Create dashboard
         </button>
@@ -76,12 +83,19 @@ function DashboardView({ id }: { id: string }) {
 
 function Dashboard({ id }: { id: string }) {
   const d = useLoad(() => ok(api.GET('/dashboards/{id}', { params: { path: { id } } })), [id]);
+  // Who the key is decides the controls and whether the drag layout loads (it is asked once per sign-in);
+  // the widgets do not wait for it: the drag layout takes over the same grid when it is known.
+  const me = useMe();
   // useLoad keeps the last data while it loads again: only ever this dashboard's.
   const board = d.data?.id === id ? d.data : undefined;
   const widgets = [...((board?.widgets ?? []) as WidgetRecord[])].sort((a, b) => a.position - b.position);
+  // The API's rule (shared/dashboards/access.ts): the creator and admins change a dashboard; other members
+  // only see it. Nothing that changes it is shown until the key's role is known.
+  const canChange = !!board && !!me && (isAdmin(me) || board.createdBy === me.userId);
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
+  const [layoutStatus, setLayoutStatus] = useState('');
   const editedWidget = widgets.find((w) => w.id === editing);
   const title = board?.title;
   // The dashboard's title names the browser tab while it is shown. It arrives after the shell set the
@@ -106,7 +120,32 @@ function Dashboard({ id }: { id: string }) {
       setError(err as ApiError);
     }
   });
-  // After the last one, so that a deleted widget's position is never reused.
+  // Layout changes are saved one after another, in the order they were made; the dashboard is read
+  // again once none is waiting (an answer read between two saves would show an older layout).
+  const saving = useRef(Promise.resolve());
+  const waiting = useRef(0);
+  const saveLayout = (changes: LayoutChange[]) => {
+    waiting.current++;
+    setLayoutStatus('Saving the layout…');
+    saving.current = saving.current.then(async () => {
+      try {
+        for (const c of changes)
+          await ok(
+            api.PATCH('/dashboards/{id}/widgets/{widgetId}', {
+              params: { path: { id, widgetId: c.id } },
+              body: { position: c.position, width: c.width, height: c.height },
+            }),
+          );
+        if (waiting.current === 1) setLayoutStatus('Layout saved.');
+      } catch (err) {
+        setLayoutStatus('');
+        setError(err as ApiError);
+      } finally {
+        if (--waiting.current === 0) d.reload();
+      }
+    });
+  };
+  // After the last one in reading order: its cell and the next free place after it (layout.ts).
   const nextPosition = widgets.reduce((max, w) => Math.max(max, w.position + 1), 0);
   return (
     <>
@@ -119,35 +158,46 @@ function Dashboard({ id }: { id: string }) {
         <>
           <h1>{board.title}</h1>
           {board.description && <p class="muted">{board.description}</p>}
+          {me && !canChange && (
+            <p class="muted">You can look at this dashboard; its creator and admins change it.</p>
+          )}
           <ErrorAlert error={error} />
-          <div class="grid">
-            {widgets.map((w) => (
+          <p role="status" class="muted layout-status">
+            {layoutStatus}
+          </p>
+          <DashboardGrid
+            widgets={widgets}
+            editable={canChange}
+            onLayout={saveLayout}
+            render={(w, handle) => (
               <Widget
-                key={w.id}
                 widget={w}
+                handle={handle}
                 actions={
-                  <>
-                    <button
-                      type="button"
-                      class="link"
-                      id={`edit-widget-${w.id}`}
-                      onClick={() => setEditing(w.id)}
-                      aria-label={`Edit widget ${w.title}`}
-                      aria-expanded={editing === w.id}
-                    >
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      class="link"
-                      id={`delete-widget-${w.id}`}
-                      onClick={() => setDeleting(w.id)}
-                      aria-label={`Delete widget ${w.title}`}
-                      aria-expanded={deleting === w.id}
-                    >
-                      Delete
-                    </button>
-                  </>
+                  canChange && (
+                    <>
+                      <button
+                        type="button"
+                        class="link"
+                        id={`edit-widget-${w.id}`}
+                        onClick={() => setEditing(w.id)}
+                        aria-label={`Edit widget ${w.title}`}
+                        aria-expanded={editing === w.id}
+                      >
+                        Edit
+                      </button>
+                      <button
+                        type="button"
+                        class="link"
+                        id={`delete-widget-${w.id}`}
+                        onClick={() => setDeleting(w.id)}
+                        aria-label={`Delete widget ${w.title}`}
+                        aria-expanded={deleting === w.id}
+                      >
+                        Delete
+                      </button>
+                    </>
+                  )
                 }
                 notice={
                   // Asked inside the widget itself (in place of its content), where Delete was clicked, with the focus on Cancel.
@@ -166,10 +216,10 @@ function Dashboard({ id }: { id: string }) {
                   )
                 }
               />
-            ))}
-          </div>
+            )}
+          />
           {widgets.length === 0 && <p class="muted">No widgets yet.</p>}
-          {editedWidget && (
+          {canChange && editedWidget && (
             // Right after the grid, scrolled to with the focus on its first field.
             <Revealed
               key={editedWidget.id}
@@ -194,14 +244,19 @@ function Dashboard({ id }: { id: string }) {
               />
             </Revealed>
           )}
-          <NewWidget key={id} dashboardId={id} position={nextPosition} onCreated={() => d.reload()} />
-          <EditDashboard
-            key={id}
-            id={id}
-            title={board.title}
-            description={board.description ?? ''}
-            onSaved={() => d.reload()}
-          />
+          {canChange && (
+            <>
+              <NewWidget key={id} dashboardId={id} position={nextPosition} onCreated={() => d.reload()} />
+              <EditDashboard
+                key={id}
+                id={id}
+                title={board.title}
+                description={board.description ?? ''}
+                isPublic={board.isPublic}
+                onSaved={() => d.reload()}
+              />
+            </>
+          )}
         </>
       )}
     </>
@@ -249,14 +304,17 @@ function EditDashboard({
   id,
   title,
   description,
+  isPublic,
   onSaved,
 }: {
   id: string;
   title: string;
   description: string;
+  isPublic: boolean;
   onSaved: () => void;
 }) {
   const [f, setF] = useState({ title, description });
+  const [shared, setShared] = useState(isPublic);
   const [error, setError] = useState<ApiError | null>(null);
   const [confirming, setConfirming] = useState(false);
   const errors = fieldErrors(error);
@@ -266,7 +324,7 @@ function EditDashboard({
       await ok(
         api.PATCH('/dashboards/{id}', {
           params: { path: { id } },
-          body: { title: f.title, description: f.description || null },
+          body: { title: f.title, description: f.description || null, isPublic: shared },
         }),
       );
       onSaved();
@@ -304,6 +362,10 @@ function EditDashboard({
       >
         {field('title', 'Dashboard title')}
         {field('description', 'Dashboard description')}
+        <label class="check">
+          <input type="checkbox" checked={shared} onChange={(e) => setShared(e.currentTarget.checked)} />{' '}
+          Public: everyone in the organization sees it (only you and admins change it)
+        </label>
         <ErrorAlert error={error} />
         <p>
           <button type="submit" disabled={save.busy}>
@@ -389,8 +451,6 @@ function WidgetForm({
     connectionId: existing?.connectionId ?? '',
     width: String(existing?.width ?? 6),
     height: String(existing?.height ?? 2),
-    // Null until typed in: the add form then follows `position` (after the dashboard's last widget).
-    position: existing ? String(existing.position) : (null as string | null),
     config: existing?.config ?? '{}',
     markdown: initial.markdown ?? initial.text ?? '',
   });
@@ -451,7 +511,8 @@ function WidgetForm({
       config,
       width: Number(f.width),
       height: Number(f.height),
-      position: f.position === null ? position : Number(f.position),
+      // A new widget goes after the last one; a widget moves by dragging (or its keyboard handle).
+      ...(existing ? {} : { position }),
     };
     try {
       if (existing)
@@ -484,7 +545,7 @@ function WidgetForm({
       <input
         id={`${prefix}-${k}`}
         inputMode={numeric ? 'numeric' : undefined}
-        value={f[k] ?? String(position)}
+        value={f[k]}
         onInput={set(k)}
         {...invalid(k)}
       />
@@ -556,7 +617,6 @@ function WidgetForm({
         )}
         {text('width', 'Width (1–12 columns)', true)}
         {text('height', 'Height (rows)', true)}
-        {text('position', 'Position (order on the dashboard)', true)}
         <ErrorAlert error={error} />
         <p>
           {f.type !== 'TEXT' && (

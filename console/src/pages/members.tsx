@@ -16,7 +16,8 @@ type ConnectionName = { id: string; name: string };
  * them, issue a key for a member (shown once) and remove a member (its keys are revoked). The API refuses
  * to remove or demote the last admin; its message is shown as it came.
  */
-export function Members() {
+/** Members; `onKeyIssued` is told when a key was issued for one (the keys list above shows it). */
+export function Members({ onKeyIssued }: { onKeyIssued?: () => void }) {
   const members = usePaged((query) => okPage(api.GET('/members', { params: { query } })));
   const connections = useLoad(() => ok(api.GET('/connections', { params: { query: { pageSize: 100 } } })));
   const [editing, setEditing] = useState<string | null>(null);
@@ -47,7 +48,7 @@ export function Members() {
     <section aria-labelledby="members-title">
       <h2 id="members-title">Members</h2>
       <ErrorAlert error={members.error ?? connections.error ?? error} />
-      <table>
+      <table class="phone-cards">
         <thead>
           <tr>
             <th scope="col">Name</th>
@@ -63,14 +64,16 @@ export function Members() {
           {list.map((m) => (
             <tr key={m.id}>
               <td>{m.name}</td>
-              <td class="value">{m.email}</td>
-              <td>{m.role}</td>
-              <td>
+              <td class="value" data-label="Email">
+                {m.email}
+              </td>
+              <td data-label="Role">{m.role}</td>
+              <td data-label="Connections">
                 {m.role === 'admin'
                   ? 'all'
                   : m.connectionIds.map((id) => byId.get(id) ?? id).join(', ') || 'none'}
               </td>
-              <td>
+              <td class="row-actions">
                 <button
                   type="button"
                   class="link"
@@ -121,7 +124,14 @@ export function Members() {
           onCancel={() => setEditing(null)}
         />
       )}
-      {keyMember && <MemberKey key={keyMember.id} member={keyMember} onClose={() => setKeyFor(null)} />}
+      {keyMember && (
+        <MemberKey
+          key={keyMember.id}
+          member={keyMember}
+          onClose={() => setKeyFor(null)}
+          onIssued={onKeyIssued}
+        />
+      )}
       <details class="new">
         <summary>Add member</summary>
         <MemberForm connections={conns} onSaved={() => members.reload()} />
@@ -238,7 +248,15 @@ function MemberForm({
 }
 
 /** Issues an API key for a member; the key is shown once. */
-function MemberKey({ member, onClose }: { member: Member; onClose: () => void }) {
+function MemberKey({
+  member,
+  onClose,
+  onIssued,
+}: {
+  member: Member;
+  onClose: () => void;
+  onIssued?: () => void;
+}) {
   const [name, setName] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
@@ -250,6 +268,7 @@ function MemberKey({ member, onClose }: { member: Member; onClose: () => void })
       );
       setCreated(k.key);
       setName('');
+      onIssued?.();
     } catch (err) {
       setError(err as ApiError);
     }

@@ -17,6 +17,8 @@ import { Webhooks } from './webhooks';
  */
 export function SettingsPage() {
   const me = useLoad(loadMe);
+  // A key issued for a member (under Members) is listed under API keys at once.
+  const [keysRound, setKeysRound] = useState(0);
   return (
     <>
       <h1>Settings</h1>
@@ -24,8 +26,8 @@ export function SettingsPage() {
       {me.data &&
         (isAdmin(me.data) ? (
           <>
-            <Keys />
-            <Members />
+            <Keys round={keysRound} />
+            <Members onKeyIssued={() => setKeysRound((r) => r + 1)} />
             <Webhooks />
           </>
         ) : (
@@ -49,11 +51,11 @@ export function scopesText(json: string): string {
   return json;
 }
 
-function Keys() {
+function Keys({ round }: { round: number }) {
   const me = useMe();
-  const keys = usePaged((query) => okPage(api.GET('/keys', { params: { query } })));
+  const keys = usePaged((query) => okPage(api.GET('/keys', { params: { query } })), [round]);
   // Owners by name: the list gives each key's userId (admins may read the members).
-  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })));
+  const members = useLoad(() => ok(api.GET('/members', { params: { query: { pageSize: 100 } } })), [round]);
   const owner = (userId: string) =>
     `${members.data?.find((m) => m.id === userId)?.name ?? userId}${userId === me?.userId ? ' (you)' : ''}`;
   const signedInKey = session.key() ?? '';
@@ -88,7 +90,7 @@ function Keys() {
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">API keys</h2>
       <ErrorAlert error={keys.error ?? error} />
-      <table>
+      <table class="phone-cards">
         <thead>
           <tr>
             <th scope="col">Name</th>
@@ -108,13 +110,15 @@ function Keys() {
                 {k.name}
                 {isThisKey(k.keyPrefix) && <span class="badge success"> this key</span>}
               </td>
-              <td>
+              <td data-label="Prefix">
                 <code>{k.keyPrefix}</code>
               </td>
-              <td>{owner(k.userId)}</td>
-              <td>{scopesText(k.scopes)}</td>
-              <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}</td>
-              <td>
+              <td data-label="Owner">{owner(k.userId)}</td>
+              <td data-label="Scopes">{scopesText(k.scopes)}</td>
+              <td data-label="Last used">
+                {k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}
+              </td>
+              <td class="row-actions">
                 <button
                   type="button"
                   class="link"

@@ -1,13 +1,21 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
+import { Confirm } from '../components/confirm';
+import { useConnections } from '../components/connection-select';
 import { ErrorAlert, Loading } from '../components/load';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
+import { count } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
 import { href } from '../router';
+import { WorkflowForm, type WorkflowRecord } from './workflow-form';
 import { RunNote } from './workflow-run-note';
+import { scheduleText } from './workflow-schedule';
 
-/** Workflows: the list, one workflow's runs with step and action results, a manual run and publishing. */
+/**
+ * Workflows: the list, "New workflow" (the builder), one workflow's definition with Edit, Run now,
+ * publishing and deletion, and its runs with step and action results.
+ */
 export function WorkflowsPage({ id }: { id?: string }) {
   const list = usePaged((query) => okPage(api.GET('/workflows', { params: { query } })));
   // A deep link to a workflow on another page of the list (or to none) reads it by its id.
@@ -16,13 +24,15 @@ export function WorkflowsPage({ id }: { id?: string }) {
     error: notShown,
     reload,
   } = useSelected(list, id, (one) => ok(api.GET('/workflows/{id}', { params: { path: { id: one } } })));
+  const [creating, setCreating] = useState(false);
   return (
     <>
       <h1>Workflows</h1>
       <ErrorAlert error={list.error} />
       {list.loading && !list.data && <Loading what="workflows" />}
       {list.data?.length === 0 && <p class="muted">No workflows yet.</p>}
-      <table>
+      <table hidden={list.data?.length === 0} class="phone-cards">
+        <caption class="sr-only">Workflows</caption>
         <thead>
           <tr>
             <th scope="col">Name</th>
@@ -37,43 +47,67 @@ export function WorkflowsPage({ id }: { id?: string }) {
               <td>
                 <a href={href('workflows', w.id)}>{w.name}</a>
               </td>
-              <td>{w.triggerType}</td>
-              <td>{w.isActive ? 'active' : 'inactive'}</td>
-              <td>
+              <td data-label="Trigger">{w.triggerType}</td>
+              <td data-label="State">{w.isActive ? 'active' : 'inactive'}</td>
+              <td data-label="Published">
                 {w.publishedVersion ? `version ${w.publishedVersion}` : 'never'}
-                {w.hasUnpublishedChanges ? ' (unpublished changes)' : ''}
+                {w.publishedVersion && w.hasUnpublishedChanges ? ' (unpublished changes)' : ''}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
       <Pager label="Workflows" list={list} />
+      {creating ? (
+        <section aria-labelledby="wf-new-title" class="detail">
+          <h2 id="wf-new-title">New workflow</h2>
+          <WorkflowForm
+            onSaved={(w) => {
+              setCreating(false);
+              list.reload();
+              location.hash = href('workflows', w.id);
+            }}
+            onCancel={() => setCreating(false)}
+          />
+        </section>
+      ) : (
+        <p>
+          <button type="button" onClick={() => setCreating(true)}>
+            New workflow
+          </button>
+        </p>
+      )}
       <NotShown error={notShown} id={id} what="workflow" route="workflows" />
-      {selected && <WorkflowDetail key={selected.id} workflow={selected} onChanged={reload} />}
+      {selected && !creating && (
+        <WorkflowDetail
+          key={selected.id}
+          workflow={selected as WorkflowRecord}
+          onChanged={() => {
+            reload();
+          }}
+        />
+      )}
     </>
   );
 }
 
-function WorkflowDetail({
-  workflow: w,
-  onChanged,
-}: {
-  workflow: {
-    id: string;
-    name: string;
-    isActive: boolean;
-    hasUnpublishedChanges: boolean;
-    steps: { id: string; name: string; query: string }[];
-    actions: { type: string; config: string }[];
-  };
-  onChanged: () => void;
-}) {
+function WorkflowDetail({ workflow, onChanged }: { workflow: WorkflowRecord; onChanged: () => void }) {
+  // The API's answer to a change made here (publish, deactivate, save) shows at once, with the buttons it
+  // implies; a later read of the workflow replaces it.
+  const [own, setOwn] = useState<WorkflowRecord | null>(null);
+  const w = own && own.updatedAt >= workflow.updatedAt ? own : workflow;
   const runs = usePaged(
     (query) => okPage(api.GET('/workflows/{id}/runs', { params: { path: { id: w.id }, query } })),
     [w.id],
   );
+  const connections = useConnections();
+  const connectionName = (cid: string | null) =>
+    connections.data?.find((c) => c.id === (cid ?? w.connectionId))?.name ?? cid ?? w.connectionId ?? '';
   const [error, setError] = useState<ApiError | null>(null);
   const [warnings, setWarnings] = useState<string[] | null>(null);
+  const [editing, setEditing] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  const [status, setStatus] = useState<string | null>(null);
   const running = useSubmit(async () => {
     setError(null);
     try {
@@ -84,10 +118,9 @@ function WorkflowDetail({
       runs.reload();
     }
   });
-  const [published, setPublished] = useState<string | null>(null);
   const publishing = useSubmit(async (acknowledge: boolean) => {
     setError(null);
-    setPublished(null);
+    setStatus(null);
     try {
       const r = await ok(
         api.PATCH('/workflows/{id}', {
@@ -99,7 +132,8 @@ function WorkflowDetail({
         }),
       );
       setWarnings(null);
-      setPublished(`Published version ${r.publishedVersion}.`);
+      setOwn(r as WorkflowRecord);
+      setStatus(`Published version ${r.publishedVersion}.`);
       onChanged();
     } catch (err) {
       const e = err as ApiError;
@@ -110,26 +144,62 @@ function WorkflowDetail({
   });
   const deactivating = useSubmit(async () => {
     setError(null);
-    setPublished(null);
+    setStatus(null);
     try {
-      await ok(api.PATCH('/workflows/{id}', { params: { path: { id: w.id } }, body: { isActive: false } }));
+      setOwn(
+        (await ok(
+          api.PATCH('/workflows/{id}', { params: { path: { id: w.id } }, body: { isActive: false } }),
+        )) as WorkflowRecord,
+      );
       onChanged();
     } catch (err) {
       setError(err as ApiError);
     }
   });
-  const busy = running.busy || publishing.busy || deactivating.busy;
+  const removing = useSubmit(async () => {
+    setError(null);
+    try {
+      await ok(api.DELETE('/workflows/{id}', { params: { path: { id: w.id } } }));
+      location.hash = href('workflows');
+      onChanged();
+    } catch (err) {
+      setDeleting(false);
+      setError(err as ApiError);
+    }
+  });
+  const busy = running.busy || publishing.busy || deactivating.busy || removing.busy;
   return (
     <section aria-labelledby="wf-title" class="detail">
       <h2 id="wf-title">{w.name}</h2>
-      <ol>
-        {w.steps.map((s) => (
-          <li key={s.id}>
-            {s.name}: <code>{s.query}</code>
-          </li>
-        ))}
-      </ol>
-      <p>
+      {w.description && <p class="muted">{w.description}</p>}
+      <p class="muted">
+        {w.isActive ? `Active: version ${w.publishedVersion} runs` : 'Inactive draft'}
+        {w.hasUnpublishedChanges && w.publishedVersion ? '; the draft has unpublished changes' : ''}
+        {` · draft revision ${w.draftRevision}`}
+      </p>
+      {editing ? (
+        <section aria-label={`Edit workflow ${w.name}`}>
+          <h3>Edit workflow</h3>
+          <WorkflowForm
+            existing={w}
+            onSaved={(saved) => {
+              setOwn(saved);
+              setEditing(false);
+              setWarnings(null);
+              setStatus(
+                saved.isActive
+                  ? `Saved as draft revision ${saved.draftRevision}: “Publish changes” makes it version ${(saved.publishedVersion ?? 0) + 1}.`
+                  : `Saved as draft revision ${saved.draftRevision}.`,
+              );
+              onChanged();
+            }}
+            onCancel={() => setEditing(false)}
+          />
+        </section>
+      ) : (
+        <Definition workflow={w} connectionName={connectionName} />
+      )}
+      <p class="actions">
         <button type="button" onClick={() => running.run()} disabled={busy} aria-describedby="wf-run-note">
           Run now
         </button>{' '}
@@ -138,15 +208,31 @@ function WorkflowDetail({
             {w.isActive ? 'Publish changes' : 'Publish'}
           </button>
         )}{' '}
+        {!editing && (
+          <button type="button" class="secondary" onClick={() => setEditing(true)} disabled={busy}>
+            Edit
+          </button>
+        )}{' '}
         {w.isActive && (
           <button type="button" class="secondary" onClick={() => deactivating.run()} disabled={busy}>
             Deactivate
           </button>
-        )}
+        )}{' '}
+        <button type="button" class="secondary" onClick={() => setDeleting(true)} disabled={busy}>
+          Delete workflow
+        </button>
       </p>
       <RunNote workflow={w} id="wf-run-note" />
+      {deleting && (
+        <Confirm
+          question={`Delete the workflow “${w.name}” with its runs? This cannot be undone.`}
+          action="Yes, delete workflow"
+          onConfirm={() => removing.run()}
+          onCancel={() => setDeleting(false)}
+        />
+      )}
       <ErrorAlert error={error} />
-      {published && <p role="status">{published}</p>}
+      {status && <p role="status">{status}</p>}
       {warnings && (
         <section aria-label="Publish warnings" class="alert">
           <p>Publishing needs these warnings acknowledged:</p>
@@ -234,7 +320,7 @@ function StepResults({ json }: { json: string }) {
           <p>
             <span class={`badge ${st.status.toLowerCase()}`}>{st.status}</span> Step {st.order + 1}
             {st.name ? `: ${st.name}` : ''}
-            {st.rowCount !== undefined ? ` · ${st.rowCount} rows` : ''}
+            {st.rowCount !== undefined ? ` · ${count(st.rowCount, 'row')}` : ''}
             {st.executionTimeMs !== undefined ? ` · ${st.executionTimeMs} ms` : ''}
           </p>
           {st.error && <p class="alert">{st.error}</p>}
@@ -297,5 +383,65 @@ function ActionResults({ json }: { json: string }) {
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** What the workflow does: its trigger, steps (connection and SQL) and actions, as the draft stands. */
+function Definition({
+  workflow: w,
+  connectionName,
+}: {
+  workflow: WorkflowRecord;
+  connectionName: (id: string | null) => string;
+}) {
+  return (
+    <>
+      <dl class="facts">
+        <dt>Trigger</dt>
+        <dd>{w.triggerType === 'SCHEDULE' ? scheduleText(w.triggerConfig) : 'Run by hand'}</dd>
+      </dl>
+      <h3>Steps</h3>
+      <ol class="definition">
+        {w.steps.map((s) => (
+          <li key={s.id}>
+            <strong>{s.name}</strong> on {connectionName(s.connectionId)}
+            {s.stopIfEmpty ? ' (stops the run when empty)' : ''}
+            <pre>{s.query}</pre>
+          </li>
+        ))}
+      </ol>
+      <h3>Actions</h3>
+      {w.actions.length === 0 && <p class="muted">No actions: runs only record their query results.</p>}
+      <ol class="definition">
+        {w.actions.map((a) => (
+          <li key={a.id}>
+            <ActionSummary type={a.type} config={a.config} />
+          </li>
+        ))}
+      </ol>
+    </>
+  );
+}
+
+function ActionSummary({ type, config }: { type: string; config: string }) {
+  let c: Record<string, unknown> = {};
+  try {
+    c = JSON.parse(config);
+  } catch {
+    return <code>{config}</code>;
+  }
+  if (type === 'WEBHOOK')
+    return (
+      <>
+        Webhook: <code>{String(c.method)}</code> <span class="value">{String(c.url)}</span>
+        {c.credentialId ? ' with a credential' : ''}
+      </>
+    );
+  const to = Array.isArray(c.to) ? c.to.join(', ') : String(c.to ?? '');
+  return (
+    <>
+      E-mail to <span class="value">{to}</span>: “{String(c.subject ?? '')}”
+      {c.attachCsv ? ', CSV attached' : ''}
+    </>
   );
 }
