@@ -72,14 +72,13 @@ export const dueMinute = (t: number): string => new Date(Math.floor(t / MINUTE) 
 export const CATCH_UP_WINDOW_MS = 24 * 3_600_000;
 
 /**
- * Which missed due time the sweep runs once: the latest of them, only when it is the schedule's most
- * recent due time (no later one has come, which would have run or be missed in its turn and makes the
- * older report stale) and at most CATCH_UP_WINDOW_MS old. Null when none qualifies.
+ * Which missed due time the sweep runs once: the latest of them, unless a later due time was claimed
+ * already (its run, newer, supersedes the stale one) or it is more than CATCH_UP_WINDOW_MS old. Null
+ * when none qualifies. `claimed` holds the due times (ms) runs were claimed for.
  */
-export function catchUpTarget(c: Cadence, missed: number[], now: number): number | null {
+export function catchUpTarget(missed: number[], claimed: number[], now: number): number | null {
   if (!missed.length) return null;
   const latest = Math.max(...missed);
-  const after = nextDue(c, latest);
-  if (after !== null && after <= now) return null;
+  if (claimed.some((t) => t > latest)) return null;
   return now - latest <= CATCH_UP_WINDOW_MS ? latest : null;
 }

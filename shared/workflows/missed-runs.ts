@@ -18,10 +18,11 @@ import { RUNNER_WORKER, syncSchedule } from './workflows';
  * and counts each due time no run was recorded for in MissedScheduledRuns: `not_started` when nothing
  * claimed it (the schedule was deleted, disabled or lost, the invocation dropped), `abandoned` when a
  * runner claimed it and stopped before starting the run. Then it repairs: the schedule is written again
- * through the scheduler port (re-created when it was lost), and the latest missed due time, when it is
- * the schedule's most recent one and less than a day old, is handed to the runner once, as a catch-up
- * that claims the same due time as the scheduler's invocation would: whichever of the two comes second
- * runs nothing.
+ * through the scheduler port (re-created when it was lost), and the latest missed due time, unless a
+ * later one was claimed already (its newer run supersedes it) or it is more than a day old, is handed
+ * to the runner once, as a catch-up that claims the same due time as the scheduler's invocation would:
+ * whichever of the two comes second runs nothing. A due time counted missed whose invocation still
+ * arrives later runs then (late, once): missed means "not started within the late threshold".
  */
 
 export type SlotState = 'not_started' | 'abandoned' | 'claimed' | 'ran';
@@ -107,7 +108,8 @@ async function checkWatch(watch: ScheduleWatch, now: number, lateMs: number) {
   const cadence = cadenceOf(watch);
   const { due, next } = dueTimesThrough(cadence, watch.dueAt, now - lateMs, MAX_DUE_PER_CHECK);
   if (!due.length) return none;
-  const slots = await runStore.slots(orgId, workflowId, dueMinute(due[0]), dueMinute(due[due.length - 1]));
+  // The claims from the first due time checked to now: those of the due times checked, and any later one.
+  const slots = await runStore.slots(orgId, workflowId, dueMinute(due[0]), dueMinute(now));
   const missed: { due: number; cause: MissedCause }[] = [];
   for (const d of due) {
     const state = await slotState(slots.get(dueMinute(d)), orgId, workflowId, now, lateMs);
@@ -146,8 +148,8 @@ async function checkWatch(watch: ScheduleWatch, now: number, lateMs: number) {
     }
   }
   const target = catchUpTarget(
-    cadence,
     missed.map((m) => m.due),
+    [...slots.keys()].map((k) => Date.parse(k)),
     now,
   );
   if (target !== null) {

@@ -182,24 +182,20 @@ describe('due times of rates', () => {
 });
 
 describe('which missed due time is made up', () => {
-  const daily = cadence({ preset: 'DAILY', hour: 9, timezone: 'Europe/Paris' });
-  const nine = at('2026-03-02T08:00:00Z'); // 09:00 CET
+  const nine = at('2026-03-02T08:00:00Z');
+  const DAY = 86_400_000;
 
-  it('the latest missed one, while it is the most recent due time and under a day old', () => {
-    expect(catchUpTarget(daily, [nine], nine + 3 * 60_000)).toBe(nine);
-    expect(catchUpTarget(daily, [nine - 86_400_000, nine], nine + 3 * 60_000)).toBe(nine);
-    expect(catchUpTarget(daily, [], nine + 3 * 60_000)).toBeNull();
+  it('the latest missed one, when no later due time was claimed and it is at most a day old', () => {
+    expect(catchUpTarget([nine], [], nine + 3 * 60_000)).toBe(nine);
+    expect(catchUpTarget([nine - DAY, nine], [nine - 2 * DAY], nine + 3 * 60_000)).toBe(nine);
+    expect(catchUpTarget([nine], [nine], nine + 3 * 60_000)).toBe(nine); // its own (abandoned) claim
+    expect(catchUpTarget([], [], nine)).toBeNull();
+    expect(catchUpTarget([nine], [], nine + CATCH_UP_WINDOW_MS)).toBe(nine);
   });
 
-  it('none once a later due time has come (that run supersedes it) or when it is older than a day', () => {
-    expect(catchUpTarget(daily, [nine], nine + 86_400_000)).toBeNull(); // the next 09:00 is due
-    const hourly = cadence({ preset: 'HOURLY' });
-    const h = at('2026-03-02T08:00:00Z');
-    expect(catchUpTarget(hourly, [h], h + 59 * 60_000)).toBe(h);
-    expect(catchUpTarget(hourly, [h], h + 60 * 60_000)).toBeNull();
-    const weekly = cadence({ preset: 'WEEKLY', dayOfWeek: 1, hour: 9 });
-    const monday = at('2026-03-02T09:00:00Z');
-    expect(catchUpTarget(weekly, [monday], monday + CATCH_UP_WINDOW_MS)).toBe(monday);
-    expect(catchUpTarget(weekly, [monday], monday + CATCH_UP_WINDOW_MS + 1)).toBeNull();
+  it('none when a later due time was claimed (its run supersedes it) or it is older than a day', () => {
+    expect(catchUpTarget([nine], [nine + DAY], nine + DAY + 60_000)).toBeNull();
+    expect(catchUpTarget([nine - DAY, nine], [nine + 60 * 60_000], nine + 2 * 60 * 60_000)).toBeNull();
+    expect(catchUpTarget([nine], [], nine + CATCH_UP_WINDOW_MS + 1)).toBeNull();
   });
 });
