@@ -552,8 +552,9 @@ export interface ScheduledPayload {
 /**
  * One scheduled invocation (the runner worker): runs the workflow's current published version when the
  * workflow still exists, is active and scheduled; the due time is claimed first with one conditional
- * write on (workflowId, scheduledFor), so a repeated delivery of the same due time runs nothing.
- * The run acts as the workflow's publisher (the user who last published or reactivated it) with the role
+ * write on (workflowId, scheduledFor), so a repeated delivery of the same due time (or the missed-runs
+ * sweep's catch-up of it) runs nothing, and the run's number is recorded on the claim before the run
+ * starts, so that the sweep can tell a claim whose runner stopped (missed-runs.ts). The run acts as the workflow's publisher (the user who last published or reactivated it) with the role
  * and assigned connections the user has now: a member's step on a connection no longer assigned fails
  * (no actions), and a publisher removed from the organization fails the run before any step.
  */
