@@ -29,6 +29,7 @@ export const ALARM_CLASSES = {
   kmsErrors: 'kms-errors',
   secretsErrors: 'secrets-manager-errors',
   scheduledLate: 'scheduled-runs-late',
+  scheduledMissed: 'scheduled-runs-missed',
   scheduledDropped: 'scheduled-runs-dropped',
   schedulerErrors: 'scheduler-target-errors',
   webhooksFailing: 'webhook-deliveries-failing',
@@ -344,6 +345,22 @@ export class LoupeMonitoring extends Construct {
       action:
         'check the workflow-runner function (errors, throttles) and the Scheduler metrics of the schedule group on the dashboard.',
     });
+    const missed = new cloudwatch.MathExpression({
+      expression: 'FILL(notStarted, 0) + FILL(abandoned, 0)',
+      usingMetrics: {
+        notStarted: this.measure('scheduledRunsMissed', { cause: 'not_started' }),
+        abandoned: this.measure('scheduledRunsMissed', { cause: 'abandoned' }),
+      },
+      label: 'missed scheduled runs',
+      period: Duration.minutes(5),
+    });
+    this.alarm('scheduledMissed', 'service', missed, {
+      threshold: 1,
+      meaning:
+        'A scheduled workflow run had not started LOUPE_SCHEDULE_LATE_MS after its due time (the workflow sweep found no run for it): its schedule was deleted, disabled or lost, its invocation dropped, or a runner stopped before starting it. The sweep wrote the schedule again and ran the latest missed due time once.',
+      action:
+        'read the workflow-sweep log ("scheduled workflow runs missed": which workflows, due times and cause), then the Scheduler metrics and the workflow-runner errors.',
+    });
     const scheduler = (metricName: string) =>
       new cloudwatch.Metric({
         namespace: 'AWS/Scheduler',
@@ -512,7 +529,10 @@ export class LoupeMonitoring extends Construct {
           this.measure('scheduledRunDelay', {}, { statistic: 'p50', label: 'p50' }),
           this.measure('scheduledRunDelay', {}, { statistic: 'Maximum', label: 'max' }),
         ],
-        [this.measure('scheduledRunsLate', {}, { label: 'late runs' })],
+        [
+          this.measure('scheduledRunsLate', {}, { label: 'late runs' }),
+          this.search('scheduledRunsMissed', 'Sum', ''),
+        ],
       ),
       graph('Scheduler: workflow runs by outcome', [this.search('workflowRuns', 'Sum', '')]),
       graph('Scheduler: EventBridge Scheduler', [

@@ -68,10 +68,13 @@ export const workers: WorkerDef[] = [
     enqueues: ['webhook-fanout'],
   },
   {
+    // Closes runs left RUNNING; finds scheduled runs that never started, writes their schedule again
+    // and hands a catch-up to the runner (shared/workflows/missed-runs.ts).
     name: 'workflow-sweep',
     schedule: { expression: 'rate(1 minute)' },
     timeoutSeconds: 60,
-    enqueues: ['webhook-fanout'],
+    needs: ['schedules'],
+    enqueues: ['webhook-fanout', 'workflow-runner'],
   },
   {
     name: 'webhook-fanout',

@@ -13,6 +13,7 @@ import { logger } from '../platform/logger';
 import { count, observe } from '../platform/measures';
 import { type ActionAttempt, type DeliverOutcome, deliverAction, type StepOutput } from './actions';
 import { scheduledMinute } from './schedule';
+import { armWatch } from './schedule-watch';
 import {
   type Definition,
   type RunRecord,
@@ -102,9 +103,14 @@ export interface RunRequest {
   scheduledFor: string | null;
   /** ACTION_TEST: only this action, sent even when a stopIfEmpty step is empty. */
   onlyActionOrder?: number;
+  /** The run's number when its claimer allotted it already (scheduled runs); else the next one. */
+  sequence?: number;
 }
 
 class DeadlinePassed extends Error {}
+
+/** The run's number is taken: another claimer of the same due time started it (nothing is run twice). */
+export class RunAlreadyStarted extends Error {}
 
 /** Resolves `work`, or rejects with DeadlinePassed at `deadlineAt`. */
 async function beforeDeadline<T>(work: Promise<T>, deadlineAt: number): Promise<T> {
@@ -133,10 +139,13 @@ export async function executeRun(req: RunRequest) {
   return continueRun(await startRun(req), req);
 }
 
-/** The run's record, RUNNING from now until its deadline (the sweep closes it if nobody finishes it). */
+/**
+ * The run's record, RUNNING from now until its deadline (the sweep closes it if nobody finishes it).
+ * RunAlreadyStarted when `req.sequence` is taken (one conditional write: of two claimers, one starts).
+ */
 export async function startRun(req: Omit<RunRequest, 'ctx'>): Promise<RunRecord> {
   const { workflow: w, definition: d } = req;
-  const sequence = await runStore.nextSequence(w.orgId, w.id);
+  const sequence = req.sequence ?? (await runStore.nextSequence(w.orgId, w.id));
   const started = Date.now();
   const run: RunRecord = {
     id: newId(),
@@ -157,7 +166,7 @@ export async function startRun(req: Omit<RunRequest, 'ctx'>): Promise<RunRecord>
     completedAt: null,
     deadlineAt: started + runDeadlineMs(),
   };
-  await runStore.start(run);
+  if (!(await runStore.start(run))) throw new RunAlreadyStarted();
   return run;
 }
 
@@ -543,12 +552,30 @@ export interface ScheduledPayload {
 /**
  * One scheduled invocation (the runner worker): runs the workflow's current published version when the
  * workflow still exists, is active and scheduled; the due time is claimed first with one conditional
- * write on (workflowId, scheduledFor), so a repeated delivery of the same due time runs nothing.
- * The run acts as the workflow's publisher (the user who last published or reactivated it) with the role
+ * write on (workflowId, scheduledFor), so a repeated delivery of the same due time (or the missed-runs
+ * sweep's catch-up of it) runs nothing, and the run's number is recorded on the claim before the run
+ * starts, so that the sweep can tell a claim whose runner stopped (missed-runs.ts). The run acts as the workflow's publisher (the user who last published or reactivated it) with the role
  * and assigned connections the user has now: a member's step on a connection no longer assigned fails
  * (no actions), and a publisher removed from the organization fails the run before any step.
  */
 export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
+  const found = await scheduledWorkflow(p);
+  if ('skipped' in found) return found;
+  const { w, version } = found;
+  const scheduledFor = scheduledMinute(
+    typeof p.scheduledTime === 'string' ? p.scheduledTime : undefined,
+    now,
+  );
+  const token = newId();
+  if (!(await runStore.claimSlot(w.orgId, w.id, scheduledFor, token)))
+    return { skipped: 'duplicate' as const };
+  measureStartDelay(typeof p.scheduledTime === 'string' ? p.scheduledTime : undefined, now);
+  await watchFromRun(w, version.definition, scheduledFor, now);
+  return runClaimedSlot({ w, version, scheduledFor, token });
+}
+
+/** The workflow a scheduled invocation is for, with its published version: only while active and scheduled. */
+export async function scheduledWorkflow(p: { orgId?: unknown; workflowId?: unknown }) {
   if (typeof p?.orgId !== 'string' || typeof p.workflowId !== 'string')
     return { skipped: 'invalid payload' as const };
   const w = await workflowStore.get(p.orgId, p.workflowId);
@@ -556,13 +583,27 @@ export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
     return { skipped: 'inactive' as const };
   const version = await workflowStore.getVersion(w.orgId, w.id, w.publishedDraftRevision);
   if (version?.definition.triggerType !== 'SCHEDULE') return { skipped: 'not scheduled' as const };
-  const scheduledFor = scheduledMinute(
-    typeof p.scheduledTime === 'string' ? p.scheduledTime : undefined,
-    now,
-  );
-  if (!(await runStore.claimSlot(w.orgId, w.id, scheduledFor, newId())))
-    return { skipped: 'duplicate' as const };
-  measureStartDelay(typeof p.scheduledTime === 'string' ? p.scheduledTime : undefined, now);
+  return { w, version };
+}
+
+type Scheduled = Exclude<Awaited<ReturnType<typeof scheduledWorkflow>>, { skipped: string }>;
+
+/**
+ * Runs a due time this invocation claimed (`token`): allots the run its number and records it on the
+ * claim (one conditional write, refused when the missed-runs sweep took the claim over meanwhile),
+ * unless the claim carries a number already (taken over from a claimer that stopped before starting the
+ * run), then runs it as the publisher. A number another claimer started first runs nothing.
+ */
+export async function runClaimedSlot(
+  c: Scheduled & { scheduledFor: string; token: string; sequence?: number },
+) {
+  const { w, version, scheduledFor } = c;
+  let sequence = c.sequence;
+  if (sequence === undefined) {
+    sequence = await runStore.nextSequence(w.orgId, w.id);
+    if (!(await runStore.bindSlot(w.orgId, w.id, scheduledFor, c.token, sequence)))
+      return { skipped: 'duplicate' as const };
+  }
   const req = {
     workflow: w,
     definition: version.definition,
@@ -570,17 +611,36 @@ export async function runScheduled(p: ScheduledPayload, now = Date.now()) {
     definitionVersion: w.publishedVersion,
     draftRevision: version.draftRevision,
     scheduledFor,
+    sequence,
   };
   // The publisher as the organization has them now: their role and assigned connections, no more.
   const publisher = w.publishedBy ?? version.publishedBy;
-  const ctx = await actingAs(w.orgId, publisher, SCHEDULER, ['workflows']);
-  const run = ctx
-    ? await executeRun({ ...req, ctx })
-    : await refuseRun(
-        req,
-        `The workflow's publisher ${publisher} is no longer a member; publish it again as a current member.`,
-      );
-  return { runId: run.id, status: run.status };
+  try {
+    const ctx = await actingAs(w.orgId, publisher, SCHEDULER, ['workflows']);
+    const run = ctx
+      ? await executeRun({ ...req, ctx })
+      : await refuseRun(
+          req,
+          `The workflow's publisher ${publisher} is no longer a member; publish it again as a current member.`,
+        );
+    return { runId: run.id, status: run.status };
+  } catch (e) {
+    if (e instanceof RunAlreadyStarted) return { skipped: 'duplicate' as const };
+    throw e;
+  }
+}
+
+/**
+ * A workflow published before schedule watches existed gets its watch from its first scheduled run: the
+ * run's due time is a point of the schedule (a rate's grid starts there). Never fails the run.
+ */
+async function watchFromRun(w: WorkflowRecord, d: Definition, scheduledFor: string, now: number) {
+  if (!d.triggerConfig) return;
+  try {
+    await armWatch(w, d.triggerConfig, now, { ranAt: Date.parse(scheduledFor), onlyIfAbsent: true });
+  } catch (e) {
+    logger().warn('arming the schedule watch failed', { workflowId: w.id, error: String(e) });
+  }
 }
 
 /**

@@ -13,11 +13,17 @@ import type { ScheduleConfig } from './schedule';
  *  ORG#o#WF#<id> / RUNSEQ                run counter: `seq` = runs ever started (the history's total)
  *  ORG#o#WF#<id> / RUN#<seq>             one run
  *  ORG#o#WF#<id> / RUN#<seq>#A#<order>#<attempt>   one delivery attempt of that run
- *  ORG#o#WF#<id> / SLOT#<scheduledFor>   claim of a scheduled due time (deduplication)
+ *  ORG#o#WF#<id> / SLOT#<scheduledFor>   claim of a scheduled due time (deduplication): `runId` (the
+ *                                        claim's token), then `sequence` of the run it starts (`boundAt`)
+ *  ORG#o#WF#<id> / WATCH                 the schedule watch of an active scheduled workflow: its cadence
+ *                                        and `dueAt`, the next due time the sweep checks for a run; gsi1
+ *                                        keys `WFDUE` / `<dueAt>#<org>#<id>` (the missed-runs sweep's index)
  *  ORG#o#WF#<id> / JOB#<seq>             a manual run handed to the runner worker: whose rights and which
  *                                        definition it runs; claimed once (`claimedAt`), deleted at its end
  * A page of run history (newest first) is one Query over `RUN#<lo>` … `RUN#<hi>#~`: runs and their
  * attempts together. Runs still RUNNING carry gsi1 keys (`WFRUNNING`, by deadline) for the sweep.
+ * The sweep reads its two global indexes by time (runs past their deadline, watches past their due
+ * time plus the late threshold): one Query each across organizations, never a Scan.
  */
 export interface StepDef {
   id: string;
@@ -142,6 +148,40 @@ const runningSk = (r: Pick<RunRecord, 'deadlineAt' | 'orgId' | 'workflowId' | 's
 
 /** A slot claim is kept this long (TTL, cleanup only; EventBridge retries for at most 24 hours). */
 const SLOT_RETENTION_S = 7 * 86_400;
+const WATCH_SK = 'WATCH';
+const WATCH_PK = 'WFDUE';
+const watchGsiSk = (dueAt: number, orgId: string, workflowId: string) =>
+  `${String(dueAt).padStart(15, '0')}#${orgId}#${workflowId}`;
+
+/** A claimed due time: the claim's token, and the sequence of the run once the claimer allots it. */
+export interface SlotClaim {
+  scheduledFor: string;
+  runId: string;
+  claimedAt: string;
+  sequence?: number;
+  boundAt?: string;
+}
+
+/** What the missed-runs sweep watches for an active scheduled workflow (see WATCH above). */
+export interface ScheduleWatch {
+  orgId: string;
+  workflowId: string;
+  expression: string;
+  timezone: string;
+  /** Rates: the grid's first due time (cron: when the watch was armed). */
+  anchorAt: number;
+  /** The next due time to check (a schedule with no future due time has no watch). */
+  dueAt: number;
+  /** Due times found missed so far (the sweep adds to it). */
+  missed: number;
+  lastMissedAt: string | null;
+  armedAt: string;
+}
+
+const asWatch = (i: Item): ScheduleWatch => {
+  const { type: _t, ...w } = strip(i) as unknown as ScheduleWatch & { type?: string };
+  return w;
+};
 
 const asWorkflow = (i: Item) => strip(i) as unknown as WorkflowRecord & { type?: string };
 
@@ -320,6 +360,61 @@ export const runStore = {
     );
   },
 
+  /**
+   * Records on a claim the sequence of the run it starts (one conditional write): only while the claim is
+   * still this claimer's (`token`) and has none yet. False when a sweep took the claim over meanwhile.
+   */
+  async bindSlot(
+    orgId: string,
+    workflowId: string,
+    scheduledFor: string,
+    token: string,
+    sequence: number,
+  ): Promise<boolean> {
+    const item = await db.patch(
+      wfPk(orgId, workflowId),
+      slotSk(scheduledFor),
+      { sequence, boundAt: new Date().toISOString() },
+      {
+        condition: 'runId = :token AND attribute_not_exists(#seq)',
+        names: { '#seq': 'sequence' },
+        values: { ':token': token },
+      },
+    );
+    return !!item;
+  },
+
+  /**
+   * Takes over a claim whose claimer stopped before recording its run (one conditional write on the
+   * token seen): the claim's sequence, if it has one, is kept so that the run keeps its number.
+   */
+  async takeOverSlot(
+    orgId: string,
+    workflowId: string,
+    scheduledFor: string,
+    seenToken: string,
+    token: string,
+  ): Promise<boolean> {
+    const item = await db.patch(
+      wfPk(orgId, workflowId),
+      slotSk(scheduledFor),
+      { runId: token, claimedAt: new Date().toISOString(), takenOverFrom: seenToken },
+      { condition: 'runId = :seen', values: { ':seen': seenToken } },
+    );
+    return !!item;
+  },
+
+  async getSlot(orgId: string, workflowId: string, scheduledFor: string): Promise<SlotClaim | undefined> {
+    const item = await db.get(wfPk(orgId, workflowId), slotSk(scheduledFor));
+    return item ? slotOf(item) : undefined;
+  },
+
+  /** The claims of due times `from`…`to` (ISO minutes, inclusive): one Query. */
+  async slots(orgId: string, workflowId: string, from: string, to: string): Promise<Map<string, SlotClaim>> {
+    const items = await db.query({ pk: wfPk(orgId, workflowId), between: [slotSk(from), slotSk(to)] });
+    return new Map(items.map((i) => [String(i.sk).slice('SLOT#'.length), slotOf(i)]));
+  },
+
   nextSequence(orgId: string, workflowId: string): Promise<number> {
     return db.increment(wfPk(orgId, workflowId), RUNSEQ, 'seq');
   },
@@ -329,8 +424,9 @@ export const runStore = {
     return Number(c?.seq ?? 0);
   },
 
-  async start(r: RunRecord): Promise<void> {
-    await db.put(
+  /** Stores a new run; false when its sequence is taken already (two claimers of one due time). */
+  async start(r: RunRecord): Promise<boolean> {
+    return db.put(
       {
         pk: wfPk(r.orgId, r.workflowId),
         sk: runSk(r.sequence),
@@ -439,6 +535,101 @@ export const runStore = {
       between: ['0', `${String(before).padStart(15, '0')}#~`],
       limit,
     });
+  },
+};
+
+const slotOf = (i: Item): SlotClaim => ({
+  scheduledFor: String(i.sk).slice('SLOT#'.length),
+  runId: String(i.runId),
+  claimedAt: String(i.claimedAt),
+  ...(typeof i.sequence === 'number' ? { sequence: i.sequence } : {}),
+  ...(typeof i.boundAt === 'string' ? { boundAt: i.boundAt } : {}),
+});
+
+/**
+ * Schedule watches (one small item per active scheduled workflow, beside its runs). Every change is one
+ * conditional single-item write: arming compares the `dueAt` it read, the sweep advances `dueAt` only
+ * from the value it read, so two sweeps never count a due time twice and a publish never undoes a sweep.
+ */
+export const watchStore = {
+  async get(orgId: string, workflowId: string): Promise<ScheduleWatch | undefined> {
+    const item = await db.get(wfPk(orgId, workflowId), WATCH_SK);
+    return item ? asWatch(item) : undefined;
+  },
+
+  /**
+   * Writes a watch: when `seenDueAt` is undefined only if there is none, otherwise only if the stored one
+   * still has that `dueAt`. False when the condition failed (read again and retry).
+   */
+  async put(w: ScheduleWatch, seenDueAt?: number): Promise<boolean> {
+    const item: Item = {
+      pk: wfPk(w.orgId, w.workflowId),
+      sk: WATCH_SK,
+      type: 'workflow-watch',
+      gsi1pk: WATCH_PK,
+      gsi1sk: watchGsiSk(w.dueAt, w.orgId, w.workflowId),
+      ...w,
+    };
+    if (seenDueAt === undefined) return db.put(item, { ifAbsent: true });
+    return db.put(item, { condition: 'dueAt = :seen', values: { ':seen': seenDueAt } });
+  },
+
+  /**
+   * Moves the watch from the due time it was read at (`seenDueAt`) to `nextDueAt`, adding `missed` to its
+   * count; one conditional write. False when another sweep or a publish changed it first. A schedule
+   * with no due time left loses its watch (conditionally too).
+   */
+  async advance(
+    w: Pick<ScheduleWatch, 'orgId' | 'workflowId'>,
+    seenDueAt: number,
+    nextDueAt: number | null,
+    missed: number,
+  ): Promise<boolean> {
+    if (nextDueAt === null) return watchStore.remove(w.orgId, w.workflowId, seenDueAt);
+    const values: Record<string, unknown> = {
+      ':seen': seenDueAt,
+      ':next': nextDueAt,
+      ':g': watchGsiSk(nextDueAt, w.orgId, w.workflowId),
+      ':n': missed,
+    };
+    let update = 'SET dueAt = :next, gsi1sk = :g ADD missed :n';
+    if (missed > 0) {
+      update = 'SET dueAt = :next, gsi1sk = :g, lastMissedAt = :at ADD missed :n';
+      values[':at'] = new Date().toISOString();
+    }
+    const done = await db.update({
+      pk: wfPk(w.orgId, w.workflowId),
+      sk: WATCH_SK,
+      update,
+      condition: 'dueAt = :seen',
+      values,
+    });
+    return !!done;
+  },
+
+  /** Removes the watch; with `seenDueAt`, only if it still has that due time (false otherwise). */
+  async remove(orgId: string, workflowId: string, seenDueAt?: number): Promise<boolean> {
+    if (seenDueAt === undefined) return db.delete(wfPk(orgId, workflowId), WATCH_SK);
+    return db.delete(wfPk(orgId, workflowId), WATCH_SK, {
+      condition: 'dueAt = :seen',
+      values: { ':seen': seenDueAt },
+    });
+  },
+
+  /**
+   * Watches whose due time is at or before `before` (all organizations, earliest first), after the watch
+   * `after` when given (the next page): one Query.
+   */
+  async due(before: number, limit = 100, after?: ScheduleWatch): Promise<ScheduleWatch[]> {
+    // No index key is another one followed by a character below a space: the next page starts there.
+    const from = after ? `${watchGsiSk(after.dueAt, after.orgId, after.workflowId)} ` : '0';
+    const items = await db.query({
+      pk: WATCH_PK,
+      index: 'gsi1',
+      between: [from, `${String(before).padStart(15, '0')}#~`],
+      limit,
+    });
+    return items.map(asWatch);
   },
 };
 

@@ -8,8 +8,10 @@ import { newId, nowIso } from '../platform/ids';
 import { scheduler } from '../platform/scheduler';
 import { sanitizeActionConfig } from './actions/view';
 import type { WorkflowCreate, WorkflowUpdate } from './api';
+import { gridPointAtOrAfter, rateOf } from './due-times';
 import { scheduleExpressionOf, scheduleNameOf } from './schedule';
-import { type Definition, type WorkflowRecord, workflowStore } from './store';
+import { armWatch } from './schedule-watch';
+import { type Definition, type WorkflowRecord, watchStore, workflowStore } from './store';
 
 // Building a draft (steps, action rules, outbound URL checks) loads with the first create or update, a
 // lazy chunk: most requests list or read workflows.
@@ -293,15 +295,20 @@ async function deactivate(ctx: AuthContext, w: WorkflowRecord): Promise<Workflow
   const done = w.isActive ? await workflowStore.deactivate(ctx.orgId, w.id, nowIso()) : w;
   if (!done) throw notFound('Workflow');
   await scheduler().remove(scheduleNameOf(w.id));
+  await watchStore.remove(w.orgId, w.id);
   return done;
 }
 
 /**
  * The schedule of an active published SCHEDULE workflow targets the runner with the workflow id and
  * version; anything else has none. The runner re-checks the workflow on every invocation, so a
- * schedule left behind by a race never runs anything.
+ * schedule left behind by a race never runs anything. The schedule watch (schedule-watch.ts) is armed
+ * first, so that a schedule change that fails after it is found by the missed-runs sweep, which calls
+ * this again to repair it. A rate schedule is given the start of its grid (the watch's, kept while the
+ * expression is unchanged), so that its due times are the same whole minutes in the scheduler, the
+ * runs' `scheduledFor` and the watch.
  */
-export async function syncSchedule(w: WorkflowRecord): Promise<void> {
+export async function syncSchedule(w: WorkflowRecord, now = Date.now()): Promise<void> {
   const name = scheduleNameOf(w.id);
   const version = w.publishedDraftRevision
     ? await workflowStore.getVersion(w.orgId, w.id, w.publishedDraftRevision)
@@ -309,13 +316,17 @@ export async function syncSchedule(w: WorkflowRecord): Promise<void> {
   const def = version?.definition;
   if (!w.isActive || !def || def.triggerType !== 'SCHEDULE' || !def.triggerConfig) {
     await scheduler().remove(name);
+    await watchStore.remove(w.orgId, w.id);
     return;
   }
   const { expression, timezone } = scheduleExpressionOf(def.triggerConfig);
+  const watch = await armWatch(w, def.triggerConfig, now);
+  const every = rateOf(expression);
   await scheduler().upsert({
     name,
     expression,
     timezone,
+    ...(every !== null && watch ? { startAt: new Date(gridPointAtOrAfter(watch.anchorAt, every, now)) } : {}),
     worker: RUNNER_WORKER,
     payload: {
       orgId: w.orgId,

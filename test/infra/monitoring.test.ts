@@ -123,6 +123,24 @@ describe('alarms', () => {
       'Secrets Manager errors',
     );
     one((m) => m.namespace === 'Loupe/LoupeMon' && m.name === 'ScheduledRunsLate', 'scheduled runs late');
+    // Runs that never started, by either cause, in one alarm (a math expression over both series).
+    const missed = watching((m) => m.namespace === 'Loupe/LoupeMon' && m.name === 'MissedScheduledRuns');
+    expect(missed, 'scheduled runs missed').toHaveLength(1);
+    expect(
+      metricsOf(missed[0][1])
+        .map((m) => m.dims.cause)
+        .sort(),
+    ).toEqual(['abandoned', 'not_started']);
+    expect(JSON.stringify(missed[0][1].Properties.Metrics)).toContain(
+      'FILL(notStarted, 0) + FILL(abandoned, 0)',
+    );
+    expect(missed[0][1].Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    expect(missed[0][1].Properties.AlarmDescription).toMatch(
+      /LOUPE_SCHEDULE_LATE_MS[\s\S]*#scheduled-runs-missed$/,
+    );
     one((m) => m.namespace === 'AWS/Scheduler' && m.name === 'InvocationDroppedCount', 'runs never started');
     one((m) => m.namespace === 'AWS/Scheduler' && m.name === 'TargetErrorCount', 'scheduler target errors');
     one((m) => m.name === 'WebhookDeliveries' && m.dims.outcome === 'failed', 'webhook deliveries failing');
@@ -136,7 +154,7 @@ describe('alarms', () => {
 
   it('sends every alarm and its recovery to the alarm topic', () => {
     const topicId = s.id(s.stack.monitoring.topic);
-    expect(alarms.length).toBeGreaterThanOrEqual(2 * functions.length + 2 * queueWorkers.length + 11);
+    expect(alarms.length).toBeGreaterThanOrEqual(2 * functions.length + 2 * queueWorkers.length + 12);
     for (const [id, r] of alarms) {
       expect(r.Properties.AlarmActions, id).toEqual([{ Ref: topicId }]);
       expect(r.Properties.OKActions, id).toEqual([{ Ref: topicId }]);
@@ -200,6 +218,7 @@ describe('alarms', () => {
       expect(body, title).toContain(title);
     expect(body).toContain('AiSpendCents');
     expect(body).toContain('ScheduledRunStartDelay');
+    expect(body).toContain('MissedScheduledRuns');
   });
 
   it('traces every function and the API stage actively (X-Ray), and says so to the code', () => {

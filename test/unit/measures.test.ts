@@ -83,6 +83,19 @@ describe('measures in AWS: one embedded-metric-format line per observation', () 
     expect(b._aws.CloudWatchMetrics[0].Dimensions).toEqual([['service']]);
   });
 
+  it('writes MissedScheduledRuns with the cause dimension and the number of due times missed', () => {
+    const [line, ...more] = emfLines(() => count('scheduledRunsMissed', { cause: 'not_started' }, 3));
+    expect(more).toEqual([]);
+    expect(line._aws.CloudWatchMetrics).toEqual([
+      {
+        Namespace: 'Loupe/Test',
+        Dimensions: [['service', 'cause']],
+        Metrics: [{ Name: 'MissedScheduledRuns', Unit: 'Count' }],
+      },
+    ]);
+    expect(line).toMatchObject({ service: 'loupe', cause: 'not_started', MissedScheduledRuns: 3 });
+  });
+
   it('names every measure of the catalog after its CloudWatch name with exactly its labels as dimensions', () => {
     const sink = emfSink('Loupe/Catalog');
     for (const name of Object.keys(MEASURES) as MeasureName[]) {

@@ -99,6 +99,21 @@ describe('EventBridge Scheduler adapter', () => {
     });
   });
 
+  it("gives a rate its start date (the grid's first point), and a cron none", async () => {
+    eb.on(UpdateScheduleCommand).resolves({ ScheduleArn: 'arn' });
+    const startAt = new Date('2026-06-01T09:01:00Z');
+    await make().upsert({ ...spec, expression: 'rate(15 minutes)', startAt });
+    await make().upsert({ ...spec, startAt });
+    const [rate, cron] = eb.commandCalls(UpdateScheduleCommand).map((c) => c.args[0].input);
+    expect(rate).toMatchObject({ ScheduleExpression: 'rate(15 minutes)', StartDate: startAt });
+    expect(cron).toEqual(expected);
+    await expect(
+      make().upsert({ ...spec, expression: 'rate(5 minutes)', startAt: new Date('nope') }),
+    ).rejects.toMatchObject({
+      status: 400,
+    });
+  });
+
   it('validates before calling AWS: unknown worker, bad expression, bad time zone, bad name', async () => {
     const s = make();
     await expect(s.upsert({ ...spec, worker: 'ghost' })).rejects.toThrow(/No Lambda ARN for worker "ghost"/);

@@ -153,6 +153,36 @@ describe('local scheduler', () => {
     expect((await sched.get('wf-keep'))?.nextFireAt).toBe(Date.parse('2026-03-02T14:00:00Z'));
   });
 
+  it('starts a rate given a start there, keeps its grid for a start on it, and moves it for one off it', async () => {
+    clock = Date.parse('2026-03-02T12:00:10Z');
+    const spec = { name: 'wf-grid', expression: 'rate(5 minutes)', worker: 'runner', payload: {} };
+    await sched.upsert({ ...spec, startAt: new Date('2026-03-02T12:01:00Z') });
+    expect(await sched.get('wf-grid')).toMatchObject({
+      anchorAt: Date.parse('2026-03-02T12:01:00Z'),
+      nextFireAt: Date.parse('2026-03-02T12:01:00Z'),
+    });
+    expect(await sched.fireDue()).toEqual([]); // not at once
+    clock = Date.parse('2026-03-02T12:01:00Z');
+    expect((await sched.fireDue()).map((f) => f.scheduledTime)).toEqual(['2026-03-02T12:01:00Z']);
+    // Saved again with the grid's next point: nothing moves (a pending due time is not skipped).
+    clock = Date.parse('2026-03-02T12:06:30Z');
+    await sched.upsert({ ...spec, startAt: new Date('2026-03-02T12:11:00Z') });
+    expect((await sched.get('wf-grid'))?.nextFireAt).toBe(Date.parse('2026-03-02T12:06:00Z'));
+    expect((await sched.fireDue()).map((f) => f.scheduledTime)).toEqual(['2026-03-02T12:06:00Z']);
+    // A start off the grid starts a new one there.
+    await sched.upsert({ ...spec, startAt: new Date('2026-03-02T12:08:00Z') });
+    expect(await sched.get('wf-grid')).toMatchObject({
+      anchorAt: Date.parse('2026-03-02T12:08:00Z'),
+      nextFireAt: Date.parse('2026-03-02T12:08:00Z'),
+    });
+    // Re-created after it was lost: at the given start, not at once.
+    await sched.remove('wf-grid');
+    await sched.upsert({ ...spec, startAt: new Date('2026-03-02T12:13:00Z') });
+    expect((await sched.get('wf-grid'))?.nextFireAt).toBe(Date.parse('2026-03-02T12:13:00Z'));
+    expect(await sched.fireDue()).toEqual([]);
+    await takeInvocations();
+  });
+
   it('does not fire a removed schedule', async () => {
     clock = Date.parse('2026-03-02T12:00:00Z');
     await sched.upsert({ name: 'wf-gone', expression: 'rate(1 minute)', worker: 'runner', payload: {} });

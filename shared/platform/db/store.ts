@@ -213,12 +213,18 @@ export const db = {
     return Number(out.Attributes?.[attribute] ?? 0);
   },
 
-  async delete(pk: string, sk: string, opts: { ifExists?: boolean } = {}): Promise<boolean> {
+  /** Delete; false when `ifExists` or `condition` (with `values`) does not hold. */
+  async delete(
+    pk: string,
+    sk: string,
+    opts: { ifExists?: boolean; condition?: string; values?: Record<string, unknown> } = {},
+  ): Promise<boolean> {
     try {
       await documentClient().send('DeleteItem', {
         TableName: table(),
         Key: { pk, sk },
-        ConditionExpression: opts.ifExists ? 'attribute_exists(pk)' : undefined,
+        ConditionExpression: opts.ifExists ? 'attribute_exists(pk)' : opts.condition,
+        ExpressionAttributeValues: opts.condition ? opts.values : undefined,
       });
       return true;
     } catch (e) {

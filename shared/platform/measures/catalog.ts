@@ -97,6 +97,14 @@ export const MEASURES = {
     help: 'Scheduled runs that started later than LOUPE_SCHEDULE_LATE_MS after their due time.',
     labels: [],
   },
+  scheduledRunsMissed: {
+    kind: 'counter',
+    emf: 'MissedScheduledRuns',
+    prom: 'loupe_scheduled_runs_missed_total',
+    unit: 'count',
+    help: 'Scheduled workflow due times with no run recorded LOUPE_SCHEDULE_LATE_MS after them, found by the workflow sweep, by cause: not_started (never invoked: schedule lost or disabled, invocation dropped), abandoned (claimed by a runner that stopped before starting the run).',
+    labels: ['cause'],
+  },
   webhookDeliveries: {
     kind: 'counter',
     emf: 'WebhookDeliveries',

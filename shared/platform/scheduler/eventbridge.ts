@@ -18,8 +18,8 @@ export interface EventBridgeSettings {
 
 /**
  * Scheduler port on EventBridge Scheduler: one schedule per spec in the service's group, invoking the
- * worker's Lambda with the payload as Input, no flexible window; at() schedules delete themselves
- * after they run. Upsert updates, and creates when the schedule does not exist yet.
+ * worker's Lambda with the payload as Input, no flexible window (and the spec's start date for a
+ * rate); at() schedules delete themselves after they run. Upsert updates, and creates when the schedule does not exist yet.
  */
 export class EventBridgeScheduler implements Scheduler {
   constructor(
@@ -34,7 +34,7 @@ export class EventBridgeScheduler implements Scheduler {
   }
 
   async upsert(spec: ScheduleSpec): Promise<void> {
-    const { expr, timezone, input } = checkSpec(spec);
+    const { expr, timezone, input, startAt } = checkSpec(spec);
     const arn = this.settings.workerArns[spec.worker];
     if (!arn) throw new Error(`No Lambda ARN for worker "${spec.worker}" in LOUPE_WORKER_ARNS.`);
     const params: CreateScheduleCommandInput = {
@@ -43,6 +43,8 @@ export class EventBridgeScheduler implements Scheduler {
       ScheduleExpression: expr.text,
       ScheduleExpressionTimezone: timezone,
       FlexibleTimeWindow: { Mode: 'OFF' },
+      // A rate's grid: without a start date, a created or updated rate schedule starts at once.
+      ...(startAt !== undefined ? { StartDate: new Date(startAt) } : {}),
       Target: { Arn: arn, RoleArn: this.settings.roleArn, Input: input },
       State: 'ENABLED',
       ActionAfterCompletion: expr.kind === 'at' ? 'DELETE' : 'NONE',

@@ -85,17 +85,22 @@ export class LocalScheduler implements Scheduler {
   }
 
   async upsert(spec: ScheduleSpec): Promise<void> {
-    const { expr, timezone, input } = checkSpec(spec);
+    const { expr, timezone, input, startAt } = checkSpec(spec);
     if (!this.workers.some((w) => w.name === spec.worker))
       throw new Error(`No worker named "${spec.worker}" in the worker manifest.`);
     for (let attempt = 0; attempt < 10; attempt++) {
       const now = this.now();
       const existing = await db.get<ScheduleItem>(PK, sk(spec.name));
-      const sameTiming = existing && existing.expression === expr.text && existing.timezone === timezone;
-      const anchorAt = sameTiming ? existing.anchorAt : now;
+      // A rate given a start keeps its stored grid when the start lies on it (EventBridge's StartDate).
+      const sameGrid =
+        startAt === undefined ||
+        (expr.kind === 'rate' && (startAt - (existing?.anchorAt ?? 0)) % expr.everyMs === 0);
+      const sameTiming =
+        existing && existing.expression === expr.text && existing.timezone === timezone && sameGrid;
+      const anchorAt = sameTiming ? existing.anchorAt : (startAt ?? now);
       const nextFireAt = sameTiming
         ? existing.nextFireAt
-        : (firstFireTime(expr, new Date(now), timezone)?.getTime() ?? undefined);
+        : (startAt ?? firstFireTime(expr, new Date(now), timezone)?.getTime() ?? undefined);
       const item: ScheduleItem = {
         pk: PK,
         sk: sk(spec.name),

@@ -9,6 +9,12 @@ export interface ScheduleSpec {
   expression: string;
   /** IANA time zone for cron and at expressions; UTC by default. */
   timezone?: string;
+  /**
+   * Rate expressions only: the first occurrence; the next ones follow every interval after it
+   * (EventBridge Scheduler's StartDate). Without it a new rate schedule starts at once. Ignored for
+   * cron and at expressions.
+   */
+  startAt?: Date;
   /** The worker invoked with `payload` as its event. */
   worker: string;
   payload: unknown;

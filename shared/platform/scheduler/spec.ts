@@ -10,6 +10,8 @@ export interface CheckedSpec {
   timezone: string;
   /** The payload as JSON text (EventBridge Scheduler's target Input). */
   input: string;
+  /** Rate expressions only: the first occurrence (epoch ms), when the spec gives one. */
+  startAt?: number;
 }
 
 /** Validates a schedule the way EventBridge Scheduler would, with 400 VALIDATION_ERROR on a problem. */
@@ -25,5 +27,8 @@ export function checkSpec(spec: ScheduleSpec): CheckedSpec {
   assertTimeZone(timezone);
   const input = JSON.stringify(spec.payload ?? {});
   if (input === undefined) throw validationError('A schedule payload must be JSON-serializable.');
-  return { expr, timezone, input };
+  if (spec.startAt === undefined || expr.kind !== 'rate') return { expr, timezone, input };
+  const startAt = spec.startAt instanceof Date ? spec.startAt.getTime() : Number.NaN;
+  if (!Number.isFinite(startAt)) throw validationError('A schedule startAt must be a valid date.');
+  return { expr, timezone, input, startAt };
 }
