@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
-import { isAdmin, type Me, useMe } from '../me';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 import { axes, type ChartKind } from './chart';
 import { fieldErrors } from './field-errors';
@@ -206,16 +206,10 @@ function SaveAsQuery({ ran }: { ran: Ran }) {
 
 type DashboardItem = { id: string; title: string; widgets: { position: number }[]; createdBy?: string };
 
-/**
- * Whether this key may add widgets to the dashboard: admins may; a member only to a dashboard they
- * created. The answer's `createdBy` says who that is; without it a member is offered none (the API would
- * refuse the rest with 403).
- */
-const mayChange = (me: Me | null, d: DashboardItem) => isAdmin(me) || (!!me && d.createdBy === me.userId);
-
 function AddToDashboard({ ran, chart }: { ran: Ran; chart: { kind: ChartKind; x: string; ys: string[] } }) {
   const me = useMe();
   const boards = useLoad(() => ok(api.GET('/dashboards', { params: { query: { pageSize: 100 } } })));
+  // Admins add to any dashboard; a member only to one it created (`createdBy`; without it, none).
   const mine = ((boards.data ?? []) as DashboardItem[]).filter((d) => mayChange(me, d));
   const [dashboardId, setDashboardId] = useState('');
   const [title, setTitle] = useState('');

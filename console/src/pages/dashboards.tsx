@@ -13,7 +13,7 @@ import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
-import { isAdmin, useMe } from '../me';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
 export function DashboardsPage({ id }: { id?: string }) {
@@ -91,7 +91,7 @@ function Dashboard({ id }: { id: string }) {
   const widgets = [...((board?.widgets ?? []) as WidgetRecord[])].sort((a, b) => a.position - b.position);
   // The API's rule (shared/dashboards/access.ts): the creator and admins change a dashboard; other members
   // only see it. Nothing that changes it is shown until the key's role is known.
-  const canChange = !!board && !!me && (isAdmin(me) || board.createdBy === me.userId);
+  const canChange = !!board && mayChange(me, board);
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);

@@ -10,15 +10,11 @@ import { cell } from '../components/result';
 import { SqlEditor } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
-import { isAdmin, type Me, useMe } from '../me';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
 type Metric = components['schemas']['Metric'];
 type MetricValue = components['schemas']['MetricValue'];
-
-/** The creator of a metric and admins may change or delete it (the API answers 403 to anyone else). */
-const mayChange = (me: Me | null, m: { createdBy?: string }) =>
-  isAdmin(me) || (!!me && m.createdBy === me.userId);
 
 /** A value as the reader's locale writes numbers; anything else as text. */
 function formatValue(v: unknown): string {

@@ -12,7 +12,7 @@ import { SqlEditor } from '../components/sql-editor';
 import { placeholders } from '../components/sql-text';
 import { TextField } from '../components/text-field';
 import { useSubmit } from '../components/use-submit';
-import { isAdmin, type Me, useMe } from '../me';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
 type SavedQueryRecord = components['schemas']['SavedQuery'];
@@ -44,10 +44,6 @@ function defsOf(json: string): ParamDef[] {
     return [];
   }
 }
-
-/** The creator of a saved query and admins may change or delete it (the API answers 403 to anyone else). */
-const mayChange = (me: Me | null, q: { createdBy?: string }) =>
-  isAdmin(me) || (!!me && q.createdBy === me.userId);
 
 /**
  * Saved queries: each runs with a form generated from its parameter definitions; "New saved query"
