@@ -7,7 +7,7 @@ import { fieldErrors } from './field-errors';
 import { ErrorAlert, Loading, useLoad } from './load';
 import type { Result } from './result';
 import { TextField } from './text-field';
-import { useSubmit } from './use-submit';
+import { submitWith, useSubmit } from './use-submit';
 import { WidgetBody, type WidgetRecord } from './widget';
 
 const CHART_KINDS: ChartKind[] = ['BAR', 'LINE', 'AREA', 'PIE', 'SCATTER'];
@@ -176,13 +176,7 @@ function SaveAsQuery({ ran }: { ran: Ran }) {
     }
   });
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(save.run)}>
       <TextField id="save-name" label="Name" value={name} onInput={setName} error={errors.name} required />
       <TextField
         id="save-description"
@@ -259,13 +253,7 @@ function AddToDashboard({ ran, chart }: { ran: Ran; chart: { kind: ChartKind; x:
       </p>
     );
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void add.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(add.run)}>
       <div class="field">
         <label for="add-dashboard">Dashboard</label>
         <select id="add-dashboard" value={chosen?.id} onChange={(e) => setDashboardId(e.currentTarget.value)}>

@@ -5,7 +5,7 @@ import { useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Pager, usePaged } from '../components/pager';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 interface Rule {
   id: string;
@@ -178,13 +178,7 @@ function RuleForm({
   const approverError =
     errors.approvers ?? Object.entries(errors).find(([k]) => k.startsWith('approvers.'))?.[1];
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(save.run)}>
       <div class="field">
         <label for={`${prefix}-connection`}>Rule connection</label>
         <select

@@ -11,7 +11,7 @@ import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
 import { mayChange, useMe } from '../me';
 import { href } from '../router';
@@ -49,13 +49,7 @@ function DashboardList() {
       </ul>
       {list.data?.length === 0 && <p class="muted">No dashboards yet.</p>}
       <Pager label="Dashboards" list={list} />
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          create.run();
-        }}
-        class="inline"
-      >
+      <form onSubmit={submitWith(create.run)} class="inline">
         <div class="field">
           <label for="new-dashboard">New dashboard title</label>
           <input id="new-dashboard" value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
@@ -353,13 +347,7 @@ function EditDashboard({
   return (
     <details class="new">
       <summary>Edit dashboard</summary>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          save.run();
-        }}
-        class="stack"
-      >
+      <form onSubmit={submitWith(save.run)} class="stack">
         {field('title', 'Dashboard title')}
         {field('description', 'Dashboard description')}
         <label class="check">
@@ -554,13 +542,7 @@ function WidgetForm({
   );
   return (
     <>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          submit.run();
-        }}
-        class="stack"
-      >
+      <form onSubmit={submitWith(submit.run)} class="stack">
         {text('title', 'Widget title')}
         <div class="field">
           <label for={`${prefix}-type`}>Widget type</label>

@@ -6,7 +6,7 @@ import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 type Member = { id: string; email: string; name: string; role: 'admin' | 'member'; connectionIds: string[] };
 type ConnectionName = { id: string; name: string };
@@ -178,10 +178,6 @@ function MemberForm({
       setError(err as ApiError);
     }
   });
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void saving.run();
-  };
   const toggle = (id: string, on: boolean) =>
     setForm({
       ...form,
@@ -199,7 +195,7 @@ function MemberForm({
   );
   return (
     <form
-      onSubmit={submit}
+      onSubmit={submitWith(saving.run)}
       class="stack"
       aria-label={existing ? `Edit member ${existing.name}` : 'Add member'}
     >
@@ -273,13 +269,9 @@ function MemberKey({
       setError(err as ApiError);
     }
   });
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void creating.run();
-  };
   const id = `member-key-${member.id}`;
   return (
-    <form onSubmit={submit} class="inline" aria-label={`New key for ${member.name}`}>
+    <form onSubmit={submitWith(creating.run)} class="inline" aria-label={`New key for ${member.name}`}>
       <div class="field">
         <label for={id}>Key name for {member.name}</label>
         <input id={id} value={name} required onInput={(e) => setName(e.currentTarget.value)} />

@@ -9,7 +9,7 @@ import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { cell } from '../components/result';
 import { SqlEditor } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
@@ -186,13 +186,7 @@ function MetricCard({
           <pre>
             <code>{m.formula}</code>
           </pre>
-          <form
-            class="inline"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void evaluate.run();
-            }}
-          >
+          <form class="inline" onSubmit={submitWith(evaluate.run)}>
             <div class="field">
               <label for={evalId}>Evaluate on</label>
               <select id={evalId} value={on} onChange={(e) => setOn(e.currentTarget.value)}>
@@ -310,14 +304,7 @@ function MetricForm({
     form.current?.querySelector('input')?.focus();
   }, []);
   return (
-    <form
-      ref={form}
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form ref={form} class="stack" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"

@@ -11,7 +11,7 @@ import { ResultTable } from '../components/result-table';
 import { SqlEditor } from '../components/sql-editor';
 import { placeholders } from '../components/sql-text';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
@@ -190,10 +190,6 @@ function SavedQuery({
       setDeleteError(err as ApiError);
     }
   });
-  const run = (e: Event) => {
-    e.preventDefault();
-    void running.run();
-  };
   const titleId = `sq-${q.id}`;
   return (
     <article aria-labelledby={titleId}>
@@ -220,7 +216,7 @@ function SavedQuery({
           <pre>
             <code>{q.query}</code>
           </pre>
-          <form onSubmit={run} class="inline">
+          <form onSubmit={submitWith(running.run)} class="inline">
             {defs.map((d) => (
               <div class="field" key={d.name}>
                 <label for={`sq-${q.id}-${d.name}`}>
@@ -364,14 +360,7 @@ function SavedQueryForm({
     first.current?.querySelector('input')?.focus();
   }, []);
   return (
-    <form
-      ref={first}
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form ref={first} class="stack" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"

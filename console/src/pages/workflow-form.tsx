@@ -5,7 +5,7 @@ import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, useLoad } from '../components/load';
 import { SqlField } from '../components/sql-field';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { isAdmin, type Me, useMe } from '../me';
 import { ScheduleFields, type ScheduleForm, scheduleConfigOf, scheduleFormOf } from './workflow-schedule';
 
@@ -292,14 +292,7 @@ export function WorkflowForm({
     errors[path] ? { 'aria-invalid': true as const, 'aria-describedby': `${id}-error` } : {};
 
   return (
-    <form
-      id={`${prefix}-form`}
-      class="stack builder"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form id={`${prefix}-form`} class="stack builder" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"
