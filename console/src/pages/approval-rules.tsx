@@ -3,6 +3,7 @@ import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Pager, usePaged } from '../components/pager';
 import { submitWith, useSubmit } from '../components/use-submit';
@@ -254,19 +255,7 @@ function RuleForm({
         </label>
       )}
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          {existing ? 'Save rule' : 'Add rule'}
-        </button>
-        {onCancel && (
-          <>
-            {' '}
-            <button type="button" class="secondary" onClick={onCancel}>
-              Cancel
-            </button>
-          </>
-        )}
-      </p>
+      <FormActions label={existing ? 'Save rule' : 'Add rule'} busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }

@@ -5,6 +5,7 @@ import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
 import { DashboardGrid, type LayoutChange } from '../components/dashboard-grid';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
 import { Pager, usePaged } from '../components/pager';
@@ -600,24 +601,13 @@ function WidgetForm({
         {text('width', 'Width (1–12 columns)', true)}
         {text('height', 'Height (rows)', true)}
         <ErrorAlert error={error} />
-        <p>
+        <FormActions label={existing ? 'Save widget' : 'Add widget'} busy={submit.busy} onCancel={onCancel}>
           {f.type !== 'TEXT' && (
             <button type="button" class="secondary" onClick={runPreview}>
               Preview
             </button>
           )}{' '}
-          <button type="submit" disabled={submit.busy}>
-            {existing ? 'Save widget' : 'Add widget'}
-          </button>
-          {onCancel && (
-            <>
-              {' '}
-              <button type="button" class="secondary" onClick={onCancel}>
-                Cancel
-              </button>
-            </>
-          )}
-        </p>
+        </FormActions>
       </form>
       {preview && f.type !== 'TEXT' && (
         <section aria-label="Preview" class="widget preview">

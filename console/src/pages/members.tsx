@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
@@ -229,16 +230,7 @@ function MemberForm({
       </fieldset>
       <ErrorAlert error={error} />
       {saved && <p role="status">Saved.</p>}
-      <p>
-        <button type="submit" disabled={saving.busy}>
-          {existing ? 'Save member' : 'Add member'}
-        </button>{' '}
-        {onCancel && (
-          <button type="button" class="secondary" onClick={onCancel}>
-            Cancel
-          </button>
-        )}
-      </p>
+      <FormActions label={existing ? 'Save member' : 'Add member'} busy={saving.busy} onCancel={onCancel} />
     </form>
   );
 }

@@ -4,6 +4,7 @@ import type { components } from '../api/schema.gen';
 import { Confirm } from '../components/confirm';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading } from '../components/load';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { cell } from '../components/result';
@@ -353,14 +354,7 @@ function MetricForm({
         error={errors.description}
       />
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          Save
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </p>
+      <FormActions label="Save" busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }

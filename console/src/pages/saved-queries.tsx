@@ -4,6 +4,7 @@ import type { components } from '../api/schema.gen';
 import { Confirm } from '../components/confirm';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading } from '../components/load';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import type { Result } from '../components/result';
@@ -480,14 +481,7 @@ function SavedQueryForm({
         Shared with the organization (members see it on the databases assigned to them)
       </label>
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          Save
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </p>
+      <FormActions label="Save" busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }

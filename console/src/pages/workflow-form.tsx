@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, useLoad } from '../components/load';
 import { SqlField } from '../components/sql-field';
 import { TextField } from '../components/text-field';
@@ -594,19 +595,7 @@ export function WorkflowForm({
       {errors.triggerConfig && <p class="field-error">{errors.triggerConfig}</p>}
 
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          Save
-        </button>
-        {onCancel && (
-          <>
-            {' '}
-            <button type="button" class="secondary" onClick={onCancel}>
-              Cancel
-            </button>
-          </>
-        )}
-      </p>
+      <FormActions label="Save" busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }
