@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import type { components } from '../api/schema.gen';
-import { Confirm } from '../components/confirm';
+import { CardActions, useEditing } from '../components/card-actions';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { FormActions } from '../components/form-actions';
@@ -126,15 +126,7 @@ function MetricCard({
   const [on, setOn] = useState(m.connectionId ?? '');
   const [value, setValue] = useState<{ value: MetricValue; on?: Connection } | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const [editing, setEditing] = useState(false);
-  const [deleting, setDeleting] = useState(false);
-  const editButton = useRef<HTMLButtonElement>(null);
-  // Back from the edit form (saved or cancelled): the focus returns to Edit once it is drawn again.
-  const wasEditing = useRef(false);
-  useEffect(() => {
-    if (!editing && wasEditing.current) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
+  const edit = useEditing();
   const evaluate = useSubmit(async () => {
     setError(null);
     try {
@@ -172,15 +164,15 @@ function MetricCard({
         {m.dimensions ? ` · dimensions ${m.dimensions}` : ''}
       </p>
       {m.description && <p class="muted">{m.description}</p>}
-      {editing ? (
+      {edit.editing ? (
         <MetricForm
           existing={m}
           connections={connections}
           onSaved={() => {
-            setEditing(false);
+            edit.setEditing(false);
             onChanged();
           }}
-          onCancel={() => setEditing(false)}
+          onCancel={() => edit.setEditing(false)}
         />
       ) : (
         <>
@@ -225,35 +217,13 @@ function MetricCard({
           )}
         </>
       )}
-      {mayChange && !editing && (
-        <p class="card-actions">
-          <button
-            type="button"
-            class="secondary"
-            ref={editButton}
-            aria-label={`Edit ${m.name}`}
-            onClick={() => setEditing(true)}
-          >
-            Edit
-          </button>{' '}
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Delete ${m.name}`}
-            onClick={() => setDeleting(true)}
-          >
-            Delete
-          </button>
-        </p>
-      )}
-      {deleting && (
-        <Confirm
-          question={`Delete the metric “${m.name}”? This cannot be undone.`}
-          action="Delete metric"
-          onConfirm={() => void remove.run()}
-          onCancel={() => setDeleting(false)}
-        />
-      )}
+      <CardActions
+        name={m.name}
+        what="metric"
+        mayChange={mayChange}
+        edit={edit}
+        onDelete={() => void remove.run()}
+      />
       <ErrorAlert error={error} />
     </article>
   );

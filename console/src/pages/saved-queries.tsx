@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import type { components } from '../api/schema.gen';
-import { Confirm } from '../components/confirm';
+import { CardActions, useEditing } from '../components/card-actions';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
 import { FormActions } from '../components/form-actions';
@@ -151,16 +151,8 @@ function SavedQuery({
   );
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const [editing, setEditing] = useState(false);
-  const [deleting, setDeleting] = useState(false);
+  const edit = useEditing();
   const [deleteError, setDeleteError] = useState<ApiError | null>(null);
-  const editButton = useRef<HTMLButtonElement>(null);
-  // Back from the edit form (saved or cancelled): the focus returns to Edit once it is drawn again.
-  const wasEditing = useRef(false);
-  useEffect(() => {
-    if (!editing && wasEditing.current) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
   // The API names a parameter's problem as `body.params.<name>` (or `params.<name>`).
   const errors = Object.fromEntries(
     Object.entries(fieldErrors(error)).map(([path, message]) => [path.replace(/^params\./, ''), message]),
@@ -202,15 +194,15 @@ function SavedQuery({
         {q.isPublic ? ' · shared with the organization' : ' · private'}
       </p>
       {q.description && <p class="muted">{q.description}</p>}
-      {editing ? (
+      {edit.editing ? (
         <SavedQueryForm
           existing={q}
           connections={connections}
           onSaved={() => {
-            setEditing(false);
+            edit.setEditing(false);
             onChanged();
           }}
-          onCancel={() => setEditing(false)}
+          onCancel={() => edit.setEditing(false)}
         />
       ) : (
         <>
@@ -257,35 +249,13 @@ function SavedQuery({
           </form>
         </>
       )}
-      {mayChange && !editing && (
-        <p class="card-actions">
-          <button
-            type="button"
-            class="secondary"
-            ref={editButton}
-            aria-label={`Edit ${q.name}`}
-            onClick={() => setEditing(true)}
-          >
-            Edit
-          </button>{' '}
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Delete ${q.name}`}
-            onClick={() => setDeleting(true)}
-          >
-            Delete
-          </button>
-        </p>
-      )}
-      {deleting && (
-        <Confirm
-          question={`Delete the saved query “${q.name}”? This cannot be undone.`}
-          action="Delete saved query"
-          onConfirm={() => void remove.run()}
-          onCancel={() => setDeleting(false)}
-        />
-      )}
+      <CardActions
+        name={q.name}
+        what="saved query"
+        mayChange={mayChange}
+        edit={edit}
+        onDelete={() => void remove.run()}
+      />
       <ErrorAlert error={deleteError} />
       <ErrorAlert error={error} />
       {result && <ResultTable result={result} csvName={`${q.name}.csv`} />}
