@@ -1,11 +1,13 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import type { components } from '../api/schema.gen';
 import { CardActions, useEditing } from '../components/card-actions';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { useFocusFirst } from '../components/focus-first';
 import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading } from '../components/load';
+import { NewItem } from '../components/new-item';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { cell } from '../components/result';
 import { SqlEditor } from '../components/sql-editor';
@@ -42,9 +44,6 @@ export function MetricsPage({ id }: { id?: string }) {
   } = useSelected(list, id, (one) => ok(api.GET('/metrics/{id}', { params: { path: { id: one } } })));
   const connections = useConnections();
   const me = useMe();
-  const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<string | null>(null);
-  const newButton = useRef<HTMLButtonElement>(null);
   const canCreate = (connections.data?.length ?? 0) > 0;
   const shown = id ? (selected ? [selected] : []) : (list.data ?? []);
   return (
@@ -55,41 +54,18 @@ export function MetricsPage({ id }: { id?: string }) {
           <a href={href('metrics')}>All metrics</a>
         </p>
       )}
-      {!id && canCreate && (
-        <p>
-          <button
-            type="button"
-            ref={newButton}
-            aria-expanded={creating}
-            aria-controls="new-metric"
-            onClick={() => {
-              setCreating(!creating);
-              setCreated(null);
-            }}
-          >
-            New metric
-          </button>
-        </p>
-      )}
-      {!id && creating && (
-        <section id="new-metric" aria-labelledby="new-metric-title" class="card-form">
-          <h2 id="new-metric-title">New metric</h2>
+      <NewItem id="new-metric" title="New metric" listed={!id} canCreate={canCreate}>
+        {({ saved, cancel }) => (
           <MetricForm
             connections={connections.data}
             onSaved={(m) => {
-              setCreating(false);
-              setCreated(m.name);
+              saved(`Metric “${m.name}” saved.`);
               list.reload();
-              newButton.current?.focus();
             }}
-            onCancel={() => {
-              setCreating(false);
-              newButton.current?.focus();
-            }}
+            onCancel={cancel}
           />
-        </section>
-      )}
-      {created && <p role="status">Metric “{created}” saved.</p>}
+        )}
+      </NewItem>
       <ErrorAlert error={list.error} />
       {list.loading && !list.data && <Loading what="metrics" />}
       {!id && list.data?.length === 0 && <p class="muted">No metrics yet.</p>}
@@ -270,10 +246,7 @@ function MetricForm({
       setError(e as ApiError);
     }
   });
-  const form = useRef<HTMLFormElement>(null);
-  useEffect(() => {
-    form.current?.querySelector('input')?.focus();
-  }, []);
+  const form = useFocusFirst();
   return (
     <form ref={form} class="stack" onSubmit={submitWith(save.run)}>
       <TextField

@@ -1,11 +1,13 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import type { components } from '../api/schema.gen';
 import { CardActions, useEditing } from '../components/card-actions';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { useFocusFirst } from '../components/focus-first';
 import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading } from '../components/load';
+import { NewItem } from '../components/new-item';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
@@ -60,9 +62,6 @@ export function SavedQueriesPage({ id }: { id?: string }) {
   } = useSelected(list, id, (one) => ok(api.GET('/saved-queries/{id}', { params: { path: { id: one } } })));
   const connections = useConnections();
   const me = useMe();
-  const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<string | null>(null);
-  const newButton = useRef<HTMLButtonElement>(null);
   // Members save queries on the connections assigned to them: with none, there is nothing to save on.
   const canCreate = (connections.data?.length ?? 0) > 0;
   const shown = id ? (selected ? [selected] : []) : (list.data ?? []);
@@ -74,41 +73,18 @@ export function SavedQueriesPage({ id }: { id?: string }) {
           <a href={href('saved-queries')}>All saved queries</a>
         </p>
       )}
-      {!id && canCreate && (
-        <p>
-          <button
-            type="button"
-            ref={newButton}
-            aria-expanded={creating}
-            aria-controls="new-saved-query"
-            onClick={() => {
-              setCreating(!creating);
-              setCreated(null);
-            }}
-          >
-            New saved query
-          </button>
-        </p>
-      )}
-      {!id && creating && (
-        <section id="new-saved-query" aria-labelledby="new-saved-query-title" class="card-form">
-          <h2 id="new-saved-query-title">New saved query</h2>
+      <NewItem id="new-saved-query" title="New saved query" listed={!id} canCreate={canCreate}>
+        {({ saved, cancel }) => (
           <SavedQueryForm
             connections={connections.data}
             onSaved={(q) => {
-              setCreating(false);
-              setCreated(q.name);
+              saved(`Saved query “${q.name}” saved.`);
               list.reload();
-              newButton.current?.focus();
             }}
-            onCancel={() => {
-              setCreating(false);
-              newButton.current?.focus();
-            }}
+            onCancel={cancel}
           />
-        </section>
-      )}
-      {created && <p role="status">Saved query “{created}” saved.</p>}
+        )}
+      </NewItem>
       <ErrorAlert error={list.error} />
       {list.loading && !list.data && <Loading what="saved queries" />}
       {!id && list.data?.length === 0 && <p class="muted">No saved queries yet.</p>}
@@ -326,12 +302,9 @@ function SavedQueryForm({
       setError(e as ApiError);
     }
   });
-  const first = useRef<HTMLFormElement>(null);
-  useEffect(() => {
-    first.current?.querySelector('input')?.focus();
-  }, []);
+  const form = useFocusFirst();
   return (
-    <form ref={first} class="stack" onSubmit={submitWith(save.run)}>
+    <form ref={form} class="stack" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"
