@@ -41,3 +41,10 @@ export function useMe(): Me | null {
 
 /** Admin-only operations (connections, keys, members, webhooks, approval rules) answer 403 for a member. */
 export const isAdmin = (me: Me | null) => me?.role === 'admin';
+
+/**
+ * Whether the key may change or delete a record (metric, saved query, dashboard): admins may, a member
+ * only what it created (the API answers 403 to anyone else). Without `createdBy` a member may not.
+ */
+export const mayChange = (me: Me | null, record: { createdBy?: string }) =>
+  isAdmin(me) || (!!me && record.createdBy === me.userId);

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import { createConnection, postgresConnection } from '../support/connections';
 import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
-import { addMember, expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from './fixtures';
+  addMember,
+  expect,
+  expectAccessible,
+  expectInert,
+  go,
+  HOSTILE,
+  signIn,
+  specTables,
+  test,
+} from './fixtures';
 
 /**
  * The approval history in Debian's chromium: decisions made elsewhere (through the API, by another admin)
@@ -15,15 +20,15 @@ import { addMember, expect, expectAccessible, expectInert, go, HOSTILE, signIn, 
 const suffix = randomBytes(4).toString('hex');
 const T = `approvals_${suffix}`;
 
-let dbs: TestDatabases;
+const dbs = specTables(
+  [T],
+  [`CREATE TABLE ${T} (id int PRIMARY KEY, label text)`, `INSERT INTO ${T} VALUES (1, 'one'), (2, 'two')`],
+);
 let pgConn: string;
 const keys: Record<'analyst' | 'reviewer', string> = { analyst: '', reviewer: '' };
 const ids: Record<'approved' | 'rejected' | 'pending', string> = { approved: '', rejected: '', pending: '' };
 
 test.beforeAll(async ({ server: s, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(`CREATE TABLE ${T} (id int PRIMARY KEY, label text)`);
-  await dbs.pg.query(`INSERT INTO ${T} VALUES (1, 'one'), (2, 'two')`);
   pgConn = await createConnection(s, postgresConnection(postgres, { name: `pg ${suffix}`, readOnly: false }));
   for (const [name, role] of [
     ['analyst', 'member'],
@@ -58,9 +63,6 @@ test.beforeAll(async ({ server: s, postgres }) => {
     body: { note: `no: ${HOSTILE}` },
   });
   expect(reject.status, reject.text).toBe(200);
-});
-test.afterAll(async () => {
-  await dbs?.close(T);
 });
 
 const table = () =>

@@ -1,11 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
+import { createConnection, postgresConnection } from '../support/connections';
 import { expectPainted } from './charts';
 import {
   addMember,
@@ -15,6 +10,7 @@ import {
   go,
   HOSTILE,
   signIn,
+  specTables,
   tabTo,
   test,
 } from './fixtures';
@@ -31,7 +27,13 @@ const T = `console_${suffix}`;
 /** A column name fits PostgreSQL's 63-byte identifiers. */
 const COL = '<img src=x id=pwn-img onerror=alert(1)>';
 
-let dbs: TestDatabases;
+const dbs = specTables(
+  [T],
+  [
+    `CREATE TABLE ${T} (id int PRIMARY KEY, label text, "${COL}" text)`,
+    [`INSERT INTO ${T} VALUES (1, $1, 'x'), (2, 'plain', $1)`, [HOSTILE]],
+  ],
+);
 let pgConn: string;
 /** A member who submits writes, and a second admin (nobody reviews their own submission). */
 const keys: Record<'analyst' | 'reviewer', string> = { analyst: '', reviewer: '' };
@@ -40,9 +42,6 @@ const rows = () =>
   dbs.query<{ id: number; label: string }>('POSTGRES', `SELECT id, label FROM ${T} ORDER BY id`);
 
 test.beforeAll(async ({ server: s, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(`CREATE TABLE ${T} (id int PRIMARY KEY, label text, "${COL}" text)`);
-  await dbs.pg.query(`INSERT INTO ${T} VALUES (1, $1, 'x'), (2, 'plain', $1)`, [HOSTILE]);
   pgConn = await createConnection(
     s,
     postgresConnection(postgres, { name: `pg ${HOSTILE}`, readOnly: false }),
@@ -56,9 +55,6 @@ test.beforeAll(async ({ server: s, postgres }) => {
       await addMember(s, { email: `${name}-${suffix}@example.com`, name, role, connectionIds: [pgConn] })
     ).key;
   }
-});
-test.afterAll(async () => {
-  await dbs?.close(T);
 });
 
 test('serves the console with a strict CSP and answers the API 404 envelope elsewhere', async ({

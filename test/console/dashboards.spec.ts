@@ -1,14 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Locator, Page } from '@playwright/test';
-import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
+import { createConnection, postgresConnection } from '../support/connections';
 import type { TestServer } from '../support/server';
 import { expectPainted } from './charts';
-import { expect, expectAccessible, expectInert, HOSTILE, test } from './fixtures';
+import { expect, expectAccessible, expectInert, HOSTILE, specTables, test } from './fixtures';
 
 /**
  * Dashboards in the console against embedded PostgreSQL: widgets added through the form (every type,
@@ -21,17 +16,17 @@ test.use({ demoData: false });
 const suffix = randomBytes(4).toString('hex');
 const T = `dash_console_${suffix}`;
 const LONG = `A category label that goes on and on ${'and on '.repeat(25)}`.trim();
-let dbs: TestDatabases;
+const dbs = specTables(
+  [T],
+  [
+    `CREATE TABLE ${T} (id int PRIMARY KEY, label text)`,
+    [`INSERT INTO ${T} VALUES (1, 'north'), (2, 'south'), (3, $1)`, [LONG]],
+  ],
+);
 let pg: string;
 
 test.beforeAll(async ({ server, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(`CREATE TABLE ${T} (id int PRIMARY KEY, label text)`);
-  await dbs.pg.query(`INSERT INTO ${T} VALUES (1, 'north'), (2, 'south'), (3, $1)`, [LONG]);
   pg = await createConnection(server, postgresConnection(postgres, { name: 'Sales' }));
-});
-test.afterAll(async () => {
-  await dbs?.close(T);
 });
 
 interface StoredWidget {

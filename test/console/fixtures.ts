@@ -1,5 +1,6 @@
 import { test as base, expect, type Page } from '@playwright/test';
 import { recordProblems, seriousViolations, signIn } from '../support/browser';
+import { openTestDatabases, type TestDatabases } from '../support/connections';
 import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
 import type { DbInfo } from '../support/global-setup';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/https-receiver';
@@ -146,6 +147,30 @@ export async function demoConnection(server: TestServer): Promise<{ id: string; 
   const demo = all.find((c) => c.name === 'Demo SaaS (SQLite)');
   if (!demo) throw new Error('no demo connection: is demo data on?');
   return demo;
+}
+
+/** A statement of specTables: its SQL, or its SQL with the values of its `$1`… placeholders. */
+type Statement = string | [sql: string, values: unknown[]];
+
+/**
+ * A spec's own tables in the run's embedded PostgreSQL. Called at the top of a spec (before its own
+ * hooks), it adds two hooks: before the spec's tests the `statements` run in order (CREATE TABLE, INSERT);
+ * after them the `tables` are dropped and the session ends. The answer is the open databases (`pg` for the
+ * tests' own statements, `query('POSTGRES', …)` to read rows back) from that first hook on.
+ */
+export function specTables(tables: string[], statements: Statement[]): TestDatabases {
+  // Filled in by the hook: the spec holds this object from the start.
+  const dbs = {} as TestDatabases;
+  test.beforeAll(async ({ postgres }) => {
+    Object.assign(dbs, await openTestDatabases(postgres, null, 'unused.sqlite'));
+    for (const st of statements) await (typeof st === 'string' ? dbs.pg.query(st) : dbs.pg.query(...st));
+  });
+  test.afterAll(async () => {
+    if (!dbs.pg) return;
+    for (const t of tables.slice(1)) await dbs.pg.query(`DROP TABLE IF EXISTS ${t}`);
+    await dbs.close(tables[0]);
+  });
+  return dbs;
 }
 
 /** Adds a member through the API (asserting 201) and issues a key that acts as it. */

@@ -1,14 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import type { Page } from '@playwright/test';
-import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
+import { createConnection, postgresConnection } from '../support/connections';
 import type { TestServer } from '../support/server';
 import { expectPainted } from './charts';
-import { addMember, expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from './fixtures';
+import {
+  addMember,
+  expect,
+  expectAccessible,
+  expectInert,
+  go,
+  HOSTILE,
+  signIn,
+  specTables,
+  test,
+} from './fixtures';
 
 /**
  * The Query page builds, against embedded PostgreSQL: the Schema panel (tables, columns, types and
@@ -22,17 +27,18 @@ test.use({ demoData: false });
 const suffix = randomBytes(4).toString('hex');
 const SALES = `qb_sales_${suffix}`;
 const REGIONS = `qb_regions_${suffix}`;
-let dbs: TestDatabases;
+specTables(
+  [SALES, REGIONS],
+  [
+    `CREATE TABLE ${SALES} (month text, region text, amount_cents int NOT NULL)`,
+    `INSERT INTO ${SALES} VALUES ('2024-01', 'north', 1200), ('2024-02', 'north', 1800), ('2024-03', 'south', 900)`,
+    `CREATE TABLE ${REGIONS} (code text PRIMARY KEY, "Display Name" text)`,
+  ],
+);
 let pg: string;
 let memberConn: string;
 
 test.beforeAll(async ({ server, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(`CREATE TABLE ${SALES} (month text, region text, amount_cents int NOT NULL)`);
-  await dbs.pg.query(
-    `INSERT INTO ${SALES} VALUES ('2024-01', 'north', 1200), ('2024-02', 'north', 1800), ('2024-03', 'south', 900)`,
-  );
-  await dbs.pg.query(`CREATE TABLE ${REGIONS} (code text PRIMARY KEY, "Display Name" text)`);
   pg = await createConnection(server, postgresConnection(postgres, { name: `Sales ${suffix}` }));
   memberConn = await createConnection(server, postgresConnection(postgres, { name: `Members' ${suffix}` }));
   for (const id of [pg, memberConn])
@@ -42,10 +48,6 @@ test.beforeAll(async ({ server, postgres }) => {
     { tableName: SALES, columnName: 'amount_cents', annotation: 'in cents, before tax' },
   ])
     expect((await server.call('POST', `/connections/${pg}/annotations`, { body })).status).toBe(201);
-});
-test.afterAll(async () => {
-  await dbs?.pg.query(`DROP TABLE IF EXISTS ${REGIONS}`);
-  await dbs?.close(SALES);
 });
 
 async function openQuery(page: Page, connection = pg) {

@@ -1,12 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { Page, TestInfo } from '@playwright/test';
+import { createConnection, postgresConnection } from '../support/connections';
 import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
-import { addMember, expect, expectAccessible, expectInert, go, HOSTILE, signIn, test } from './fixtures';
+  addMember,
+  expect,
+  expectAccessible,
+  expectInert,
+  go,
+  HOSTILE,
+  signIn,
+  specTables,
+  test,
+} from './fixtures';
 
 /**
  * Saved queries and metrics made in the console against embedded PostgreSQL: "New saved query" with a
@@ -19,24 +24,20 @@ test.use({ demoData: false });
 
 const suffix = randomBytes(4).toString('hex');
 const ORDERS = `sqm_orders_${suffix}`;
-let dbs: TestDatabases;
+const dbs = specTables(
+  [ORDERS],
+  [
+    `CREATE TABLE ${ORDERS} (id int PRIMARY KEY, status text NOT NULL, total_cents int NOT NULL)`,
+    `INSERT INTO ${ORDERS} VALUES (1, 'paid', 1000), (2, 'paid', 2500), (3, 'open', 700), (4, 'refunded', 300)`,
+  ],
+);
 let pg: string;
 let second: string;
 
 test.beforeAll(async ({ server, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(
-    `CREATE TABLE ${ORDERS} (id int PRIMARY KEY, status text NOT NULL, total_cents int NOT NULL)`,
-  );
-  await dbs.pg.query(
-    `INSERT INTO ${ORDERS} VALUES (1, 'paid', 1000), (2, 'paid', 2500), (3, 'open', 700), (4, 'refunded', 300)`,
-  );
   pg = await createConnection(server, postgresConnection(postgres, { name: `Shop ${suffix}` }));
   second = await createConnection(server, postgresConnection(postgres, { name: `Replica ${suffix}` }));
   expect((await server.call('POST', `/connections/${pg}/schema`)).status).toBe(200);
-});
-test.afterAll(async () => {
-  await dbs?.close(ORDERS);
 });
 
 /** The page does not scroll sideways at 390 px. */

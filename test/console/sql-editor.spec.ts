@@ -1,12 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Page } from '@playwright/test';
-import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
-import { expect, expectAccessible, expectInert, go, HOSTILE, test } from './fixtures';
+import { createConnection, postgresConnection } from '../support/connections';
+import { expect, expectAccessible, expectInert, go, HOSTILE, specTables, test } from './fixtures';
 
 /**
  * The SQL editor (CodeMirror 6, loaded lazily) on the Query page against embedded PostgreSQL: completion
@@ -21,14 +16,17 @@ const suffix = randomBytes(4).toString('hex');
 const T = `editor_orders_${suffix}`;
 /** A table whose name is markup (PostgreSQL names stop at 63 bytes). */
 const MARKUP_TABLE = `<img src=x id=pwn-img ${suffix}>`;
-let dbs: TestDatabases;
+specTables(
+  [T, `"${MARKUP_TABLE}"`],
+  [
+    `CREATE TABLE ${T} (id int PRIMARY KEY, status text NOT NULL, amount_cents bigint)`,
+    `INSERT INTO ${T} VALUES (1, 'paid', 1200), (2, 'open', 300)`,
+    `CREATE TABLE "${MARKUP_TABLE}" (id int)`,
+  ],
+);
 let pg: string;
 
 test.beforeAll(async ({ server, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(`CREATE TABLE ${T} (id int PRIMARY KEY, status text NOT NULL, amount_cents bigint)`);
-  await dbs.pg.query(`INSERT INTO ${T} VALUES (1, 'paid', 1200), (2, 'open', 300)`);
-  await dbs.pg.query(`CREATE TABLE "${MARKUP_TABLE}" (id int)`);
   pg = await createConnection(server, postgresConnection(postgres, { name: `Editor ${suffix}` }));
   const schema = await server.call('POST', `/connections/${pg}/schema`);
   expect(schema.status, schema.text).toBe(200);
@@ -36,10 +34,6 @@ test.beforeAll(async ({ server, postgres }) => {
     body: { tableName: T, columnName: 'status', annotation: `paid or open ${HOSTILE}` },
   });
   expect(note.status, note.text).toBe(201);
-});
-test.afterAll(async () => {
-  await dbs?.pg.query(`DROP TABLE IF EXISTS "${MARKUP_TABLE}"`);
-  await dbs?.close(T);
 });
 
 async function openQuery(page: Page) {

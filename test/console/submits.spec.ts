@@ -1,11 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  createConnection,
-  openTestDatabases,
-  postgresConnection,
-  type TestDatabases,
-} from '../support/connections';
-import { addMember, demoConnection, expect, expectAccessible, go, test } from './fixtures';
+import { createConnection, postgresConnection } from '../support/connections';
+import { addMember, demoConnection, expect, expectAccessible, go, specTables, test } from './fixtures';
 
 /**
  * Writes from the console happen once, whatever the user does twice: Ctrl+Enter pressed repeatedly runs one
@@ -16,14 +11,14 @@ import { addMember, demoConnection, expect, expectAccessible, go, test } from '.
 const suffix = randomBytes(4).toString('hex');
 const T = `submits_${suffix}`;
 
-let dbs: TestDatabases;
+const dbs = specTables(
+  [T],
+  [`CREATE TABLE ${T} (id int PRIMARY KEY, label text)`, `INSERT INTO ${T} VALUES (1, 'one'), (2, 'two')`],
+);
 let pgConn: string;
 let analystKey: string;
 
 test.beforeAll(async ({ server: s, postgres }) => {
-  dbs = await openTestDatabases(postgres, null, 'unused.sqlite');
-  await dbs.pg.query(`CREATE TABLE ${T} (id int PRIMARY KEY, label text)`);
-  await dbs.pg.query(`INSERT INTO ${T} VALUES (1, 'one'), (2, 'two')`);
   pgConn = await createConnection(s, postgresConnection(postgres, { name: `pg ${suffix}`, readOnly: false }));
   analystKey = (
     await addMember(s, {
@@ -32,9 +27,6 @@ test.beforeAll(async ({ server: s, postgres }) => {
       connectionIds: [pgConn],
     })
   ).key;
-});
-test.afterAll(async () => {
-  await dbs?.close(T);
 });
 
 const table = () =>

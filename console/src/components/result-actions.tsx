@@ -1,13 +1,13 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
-import { isAdmin, type Me, useMe } from '../me';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 import { axes, type ChartKind } from './chart';
 import { fieldErrors } from './field-errors';
 import { ErrorAlert, Loading, useLoad } from './load';
 import type { Result } from './result';
 import { TextField } from './text-field';
-import { useSubmit } from './use-submit';
+import { submitWith, useSubmit } from './use-submit';
 import { WidgetBody, type WidgetRecord } from './widget';
 
 const CHART_KINDS: ChartKind[] = ['BAR', 'LINE', 'AREA', 'PIE', 'SCATTER'];
@@ -176,13 +176,7 @@ function SaveAsQuery({ ran }: { ran: Ran }) {
     }
   });
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(save.run)}>
       <TextField id="save-name" label="Name" value={name} onInput={setName} error={errors.name} required />
       <TextField
         id="save-description"
@@ -206,16 +200,10 @@ function SaveAsQuery({ ran }: { ran: Ran }) {
 
 type DashboardItem = { id: string; title: string; widgets: { position: number }[]; createdBy?: string };
 
-/**
- * Whether this key may add widgets to the dashboard: admins may; a member only to a dashboard they
- * created. The answer's `createdBy` says who that is; without it a member is offered none (the API would
- * refuse the rest with 403).
- */
-const mayChange = (me: Me | null, d: DashboardItem) => isAdmin(me) || (!!me && d.createdBy === me.userId);
-
 function AddToDashboard({ ran, chart }: { ran: Ran; chart: { kind: ChartKind; x: string; ys: string[] } }) {
   const me = useMe();
   const boards = useLoad(() => ok(api.GET('/dashboards', { params: { query: { pageSize: 100 } } })));
+  // Admins add to any dashboard; a member only to one it created (`createdBy`; without it, none).
   const mine = ((boards.data ?? []) as DashboardItem[]).filter((d) => mayChange(me, d));
   const [dashboardId, setDashboardId] = useState('');
   const [title, setTitle] = useState('');
@@ -265,13 +253,7 @@ function AddToDashboard({ ran, chart }: { ran: Ran; chart: { kind: ChartKind; x:
       </p>
     );
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void add.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(add.run)}>
       <div class="field">
         <label for="add-dashboard">Dashboard</label>
         <select id="add-dashboard" value={chosen?.id} onChange={(e) => setDashboardId(e.currentTarget.value)}>

@@ -20,3 +20,14 @@ export function useSubmit<A extends unknown[]>(action: (...args: A) => Promise<v
   };
   return { run, busy };
 }
+
+/**
+ * A form's submit handler: the browser loads no page, and `run` (a useSubmit's `run`) starts. Enter in a
+ * field and the submit button both come here.
+ */
+export const submitWith =
+  (run: () => unknown) =>
+  (e: Event): void => {
+    e.preventDefault();
+    void run();
+  };

@@ -3,7 +3,7 @@ import { type ApiError, api, ok } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert } from '../components/load';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 export interface AnnotationRecord {
   id: string;
@@ -139,13 +139,7 @@ function NoteForm({
   const described = (k: string) =>
     errors[k] ? { 'aria-invalid': true as const, 'aria-describedby': `${id}-${k}-error` } : {};
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(save.run)}>
       <div class="field">
         <label for={`${id}-text`}>Annotation for {target}</label>
         <textarea

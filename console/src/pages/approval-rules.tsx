@@ -3,9 +3,10 @@ import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Pager, usePaged } from '../components/pager';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 interface Rule {
   id: string;
@@ -178,13 +179,7 @@ function RuleForm({
   const approverError =
     errors.approvers ?? Object.entries(errors).find(([k]) => k.startsWith('approvers.'))?.[1];
   return (
-    <form
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form class="stack" onSubmit={submitWith(save.run)}>
       <div class="field">
         <label for={`${prefix}-connection`}>Rule connection</label>
         <select
@@ -260,19 +255,7 @@ function RuleForm({
         </label>
       )}
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          {existing ? 'Save rule' : 'Add rule'}
-        </button>
-        {onCancel && (
-          <>
-            {' '}
-            <button type="button" class="secondary" onClick={onCancel}>
-              Cancel
-            </button>
-          </>
-        )}
-      </p>
+      <FormActions label={existing ? 'Save rule' : 'Add rule'} busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }

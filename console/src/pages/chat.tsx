@@ -6,7 +6,7 @@ import { Markdown } from '../components/markdown';
 import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 interface Turn {
   question: string;
@@ -131,13 +131,7 @@ export function ChatPage() {
       <h1>Chat</h1>
       <div class="split">
         <div>
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              ask.run();
-            }}
-            class="stack"
-          >
+          <form onSubmit={submitWith(ask.run)} class="stack">
             <ConnectionSelect value={conn} onChange={setConn} />
             <div class="field">
               <label for="question">Question</label>

@@ -7,7 +7,7 @@ import { fieldErrors } from '../components/field-errors';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { href } from '../router';
 import { AnnotationEditor } from './annotations';
 
@@ -363,10 +363,6 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
       setError(err as ApiError);
     }
   });
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void saving.run();
-  };
   const field = (k: 'name' | 'host' | 'port' | 'database' | 'username' | 'password', label: string) => (
     <TextField
       id={`${prefix}-${k}`}
@@ -380,7 +376,7 @@ function ConnectionForm({ existing, onSaved }: { existing?: Connection; onSaved:
   return (
     <details class="new">
       <summary>{existing ? 'Edit connection' : 'New connection'}</summary>
-      <form onSubmit={submit} class="stack">
+      <form onSubmit={submitWith(saving.run)} class="stack">
         {field('name', 'Name')}
         <div class="field">
           <label for={`${prefix}-type`}>Type</label>

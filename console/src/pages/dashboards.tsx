@@ -5,15 +5,16 @@ import { Confirm } from '../components/confirm';
 import { ConnectionSelect } from '../components/connection-select';
 import { DashboardGrid, type LayoutChange } from '../components/dashboard-grid';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading, useLoad } from '../components/load';
 import { Markdown } from '../components/markdown';
 import { Pager, usePaged } from '../components/pager';
 import type { Result } from '../components/result';
 import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { parseConfig, Widget, WidgetBody, type WidgetRecord } from '../components/widget';
-import { isAdmin, useMe } from '../me';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
 export function DashboardsPage({ id }: { id?: string }) {
@@ -49,13 +50,7 @@ function DashboardList() {
       </ul>
       {list.data?.length === 0 && <p class="muted">No dashboards yet.</p>}
       <Pager label="Dashboards" list={list} />
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          create.run();
-        }}
-        class="inline"
-      >
+      <form onSubmit={submitWith(create.run)} class="inline">
         <div class="field">
           <label for="new-dashboard">New dashboard title</label>
           <input id="new-dashboard" value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
@@ -91,7 +86,7 @@ function Dashboard({ id }: { id: string }) {
   const widgets = [...((board?.widgets ?? []) as WidgetRecord[])].sort((a, b) => a.position - b.position);
   // The API's rule (shared/dashboards/access.ts): the creator and admins change a dashboard; other members
   // only see it. Nothing that changes it is shown until the key's role is known.
-  const canChange = !!board && !!me && (isAdmin(me) || board.createdBy === me.userId);
+  const canChange = !!board && mayChange(me, board);
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
@@ -353,13 +348,7 @@ function EditDashboard({
   return (
     <details class="new">
       <summary>Edit dashboard</summary>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          save.run();
-        }}
-        class="stack"
-      >
+      <form onSubmit={submitWith(save.run)} class="stack">
         {field('title', 'Dashboard title')}
         {field('description', 'Dashboard description')}
         <label class="check">
@@ -554,13 +543,7 @@ function WidgetForm({
   );
   return (
     <>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          submit.run();
-        }}
-        class="stack"
-      >
+      <form onSubmit={submitWith(submit.run)} class="stack">
         {text('title', 'Widget title')}
         <div class="field">
           <label for={`${prefix}-type`}>Widget type</label>
@@ -618,24 +601,13 @@ function WidgetForm({
         {text('width', 'Width (1–12 columns)', true)}
         {text('height', 'Height (rows)', true)}
         <ErrorAlert error={error} />
-        <p>
+        <FormActions label={existing ? 'Save widget' : 'Add widget'} busy={submit.busy} onCancel={onCancel}>
           {f.type !== 'TEXT' && (
             <button type="button" class="secondary" onClick={runPreview}>
               Preview
             </button>
           )}{' '}
-          <button type="submit" disabled={submit.busy}>
-            {existing ? 'Save widget' : 'Add widget'}
-          </button>
-          {onCancel && (
-            <>
-              {' '}
-              <button type="button" class="secondary" onClick={onCancel}>
-                Cancel
-              </button>
-            </>
-          )}
-        </p>
+        </FormActions>
       </form>
       {preview && f.type !== 'TEXT' && (
         <section aria-label="Preview" class="widget preview">

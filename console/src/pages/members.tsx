@@ -2,11 +2,12 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import { Confirm } from '../components/confirm';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 type Member = { id: string; email: string; name: string; role: 'admin' | 'member'; connectionIds: string[] };
 type ConnectionName = { id: string; name: string };
@@ -178,10 +179,6 @@ function MemberForm({
       setError(err as ApiError);
     }
   });
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void saving.run();
-  };
   const toggle = (id: string, on: boolean) =>
     setForm({
       ...form,
@@ -199,7 +196,7 @@ function MemberForm({
   );
   return (
     <form
-      onSubmit={submit}
+      onSubmit={submitWith(saving.run)}
       class="stack"
       aria-label={existing ? `Edit member ${existing.name}` : 'Add member'}
     >
@@ -233,16 +230,7 @@ function MemberForm({
       </fieldset>
       <ErrorAlert error={error} />
       {saved && <p role="status">Saved.</p>}
-      <p>
-        <button type="submit" disabled={saving.busy}>
-          {existing ? 'Save member' : 'Add member'}
-        </button>{' '}
-        {onCancel && (
-          <button type="button" class="secondary" onClick={onCancel}>
-            Cancel
-          </button>
-        )}
-      </p>
+      <FormActions label={existing ? 'Save member' : 'Add member'} busy={saving.busy} onCancel={onCancel} />
     </form>
   );
 }
@@ -273,13 +261,9 @@ function MemberKey({
       setError(err as ApiError);
     }
   });
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void creating.run();
-  };
   const id = `member-key-${member.id}`;
   return (
-    <form onSubmit={submit} class="inline" aria-label={`New key for ${member.name}`}>
+    <form onSubmit={submitWith(creating.run)} class="inline" aria-label={`New key for ${member.name}`}>
       <div class="field">
         <label for={id}>Key name for {member.name}</label>
         <input id={id} value={name} required onInput={(e) => setName(e.currentTarget.value)} />

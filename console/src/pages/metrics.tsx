@@ -1,24 +1,23 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import type { components } from '../api/schema.gen';
-import { Confirm } from '../components/confirm';
+import { CardActions, useEditing } from '../components/card-actions';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { useFocusFirst } from '../components/focus-first';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading } from '../components/load';
+import { NewItem } from '../components/new-item';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { cell } from '../components/result';
 import { SqlEditor } from '../components/sql-editor';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
-import { isAdmin, type Me, useMe } from '../me';
+import { submitWith, useSubmit } from '../components/use-submit';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
 type Metric = components['schemas']['Metric'];
 type MetricValue = components['schemas']['MetricValue'];
-
-/** The creator of a metric and admins may change or delete it (the API answers 403 to anyone else). */
-const mayChange = (me: Me | null, m: { createdBy?: string }) =>
-  isAdmin(me) || (!!me && m.createdBy === me.userId);
 
 /** A value as the reader's locale writes numbers; anything else as text. */
 function formatValue(v: unknown): string {
@@ -45,9 +44,6 @@ export function MetricsPage({ id }: { id?: string }) {
   } = useSelected(list, id, (one) => ok(api.GET('/metrics/{id}', { params: { path: { id: one } } })));
   const connections = useConnections();
   const me = useMe();
-  const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<string | null>(null);
-  const newButton = useRef<HTMLButtonElement>(null);
   const canCreate = (connections.data?.length ?? 0) > 0;
   const shown = id ? (selected ? [selected] : []) : (list.data ?? []);
   return (
@@ -58,41 +54,18 @@ export function MetricsPage({ id }: { id?: string }) {
           <a href={href('metrics')}>All metrics</a>
         </p>
       )}
-      {!id && canCreate && (
-        <p>
-          <button
-            type="button"
-            ref={newButton}
-            aria-expanded={creating}
-            aria-controls="new-metric"
-            onClick={() => {
-              setCreating(!creating);
-              setCreated(null);
-            }}
-          >
-            New metric
-          </button>
-        </p>
-      )}
-      {!id && creating && (
-        <section id="new-metric" aria-labelledby="new-metric-title" class="card-form">
-          <h2 id="new-metric-title">New metric</h2>
+      <NewItem id="new-metric" title="New metric" listed={!id} canCreate={canCreate}>
+        {({ saved, cancel }) => (
           <MetricForm
             connections={connections.data}
             onSaved={(m) => {
-              setCreating(false);
-              setCreated(m.name);
+              saved(`Metric “${m.name}” saved.`);
               list.reload();
-              newButton.current?.focus();
             }}
-            onCancel={() => {
-              setCreating(false);
-              newButton.current?.focus();
-            }}
+            onCancel={cancel}
           />
-        </section>
-      )}
-      {created && <p role="status">Metric “{created}” saved.</p>}
+        )}
+      </NewItem>
       <ErrorAlert error={list.error} />
       {list.loading && !list.data && <Loading what="metrics" />}
       {!id && list.data?.length === 0 && <p class="muted">No metrics yet.</p>}
@@ -129,15 +102,7 @@ function MetricCard({
   const [on, setOn] = useState(m.connectionId ?? '');
   const [value, setValue] = useState<{ value: MetricValue; on?: Connection } | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const [editing, setEditing] = useState(false);
-  const [deleting, setDeleting] = useState(false);
-  const editButton = useRef<HTMLButtonElement>(null);
-  // Back from the edit form (saved or cancelled): the focus returns to Edit once it is drawn again.
-  const wasEditing = useRef(false);
-  useEffect(() => {
-    if (!editing && wasEditing.current) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
+  const edit = useEditing();
   const evaluate = useSubmit(async () => {
     setError(null);
     try {
@@ -175,28 +140,22 @@ function MetricCard({
         {m.dimensions ? ` · dimensions ${m.dimensions}` : ''}
       </p>
       {m.description && <p class="muted">{m.description}</p>}
-      {editing ? (
+      {edit.editing ? (
         <MetricForm
           existing={m}
           connections={connections}
           onSaved={() => {
-            setEditing(false);
+            edit.setEditing(false);
             onChanged();
           }}
-          onCancel={() => setEditing(false)}
+          onCancel={() => edit.setEditing(false)}
         />
       ) : (
         <>
           <pre>
             <code>{m.formula}</code>
           </pre>
-          <form
-            class="inline"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void evaluate.run();
-            }}
-          >
+          <form class="inline" onSubmit={submitWith(evaluate.run)}>
             <div class="field">
               <label for={evalId}>Evaluate on</label>
               <select id={evalId} value={on} onChange={(e) => setOn(e.currentTarget.value)}>
@@ -234,35 +193,13 @@ function MetricCard({
           )}
         </>
       )}
-      {mayChange && !editing && (
-        <p class="card-actions">
-          <button
-            type="button"
-            class="secondary"
-            ref={editButton}
-            aria-label={`Edit ${m.name}`}
-            onClick={() => setEditing(true)}
-          >
-            Edit
-          </button>{' '}
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Delete ${m.name}`}
-            onClick={() => setDeleting(true)}
-          >
-            Delete
-          </button>
-        </p>
-      )}
-      {deleting && (
-        <Confirm
-          question={`Delete the metric “${m.name}”? This cannot be undone.`}
-          action="Delete metric"
-          onConfirm={() => void remove.run()}
-          onCancel={() => setDeleting(false)}
-        />
-      )}
+      <CardActions
+        name={m.name}
+        what="metric"
+        mayChange={mayChange}
+        edit={edit}
+        onDelete={() => void remove.run()}
+      />
       <ErrorAlert error={error} />
     </article>
   );
@@ -309,19 +246,9 @@ function MetricForm({
       setError(e as ApiError);
     }
   });
-  const form = useRef<HTMLFormElement>(null);
-  useEffect(() => {
-    form.current?.querySelector('input')?.focus();
-  }, []);
+  const form = useFocusFirst();
   return (
-    <form
-      ref={form}
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form ref={form} class="stack" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"
@@ -370,14 +297,7 @@ function MetricForm({
         error={errors.description}
       />
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          Save
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </p>
+      <FormActions label="Save" busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }

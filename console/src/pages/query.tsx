@@ -8,7 +8,7 @@ import { type Ran, ResultActions } from '../components/result-actions';
 import { ResultTable } from '../components/result-table';
 import { SchemaPanel } from '../components/schema-panel';
 import { SqlEditor, type SqlEditorHandle } from '../components/sql-editor';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { useMe } from '../me';
 import { href } from '../router';
 
@@ -60,10 +60,6 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
       history.reload();
     }
   });
-  const run = (e: Event) => {
-    e.preventDefault();
-    void running.run();
-  };
   const submitting = useSubmit(async () => {
     if (!refusal) return;
     try {
@@ -93,7 +89,7 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
       <h1>Query</h1>
       <div class="query-layout">
         <div class="query-main">
-          <form onSubmit={run} class="stack">
+          <form onSubmit={submitWith(running.run)} class="stack">
             <ConnectionSelect value={conn} onChange={setConn} connections={connections} />
             <SqlEditor
               value={sql}

@@ -1,18 +1,21 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
 import type { components } from '../api/schema.gen';
-import { Confirm } from '../components/confirm';
+import { CardActions, useEditing } from '../components/card-actions';
 import { type Connection, ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { useFocusFirst } from '../components/focus-first';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, Loading } from '../components/load';
+import { NewItem } from '../components/new-item';
 import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import type { Result } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { SqlEditor } from '../components/sql-editor';
 import { placeholders } from '../components/sql-text';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
-import { isAdmin, type Me, useMe } from '../me';
+import { submitWith, useSubmit } from '../components/use-submit';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 
 type SavedQueryRecord = components['schemas']['SavedQuery'];
@@ -45,10 +48,6 @@ function defsOf(json: string): ParamDef[] {
   }
 }
 
-/** The creator of a saved query and admins may change or delete it (the API answers 403 to anyone else). */
-const mayChange = (me: Me | null, q: { createdBy?: string }) =>
-  isAdmin(me) || (!!me && q.createdBy === me.userId);
-
 /**
  * Saved queries: each runs with a form generated from its parameter definitions; "New saved query"
  * writes one in the SQL editor, its `{{name}}` placeholders becoming parameter definitions; its creator
@@ -63,9 +62,6 @@ export function SavedQueriesPage({ id }: { id?: string }) {
   } = useSelected(list, id, (one) => ok(api.GET('/saved-queries/{id}', { params: { path: { id: one } } })));
   const connections = useConnections();
   const me = useMe();
-  const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<string | null>(null);
-  const newButton = useRef<HTMLButtonElement>(null);
   // Members save queries on the connections assigned to them: with none, there is nothing to save on.
   const canCreate = (connections.data?.length ?? 0) > 0;
   const shown = id ? (selected ? [selected] : []) : (list.data ?? []);
@@ -77,41 +73,18 @@ export function SavedQueriesPage({ id }: { id?: string }) {
           <a href={href('saved-queries')}>All saved queries</a>
         </p>
       )}
-      {!id && canCreate && (
-        <p>
-          <button
-            type="button"
-            ref={newButton}
-            aria-expanded={creating}
-            aria-controls="new-saved-query"
-            onClick={() => {
-              setCreating(!creating);
-              setCreated(null);
-            }}
-          >
-            New saved query
-          </button>
-        </p>
-      )}
-      {!id && creating && (
-        <section id="new-saved-query" aria-labelledby="new-saved-query-title" class="card-form">
-          <h2 id="new-saved-query-title">New saved query</h2>
+      <NewItem id="new-saved-query" title="New saved query" listed={!id} canCreate={canCreate}>
+        {({ saved, cancel }) => (
           <SavedQueryForm
             connections={connections.data}
             onSaved={(q) => {
-              setCreating(false);
-              setCreated(q.name);
+              saved(`Saved query “${q.name}” saved.`);
               list.reload();
-              newButton.current?.focus();
             }}
-            onCancel={() => {
-              setCreating(false);
-              newButton.current?.focus();
-            }}
+            onCancel={cancel}
           />
-        </section>
-      )}
-      {created && <p role="status">Saved query “{created}” saved.</p>}
+        )}
+      </NewItem>
       <ErrorAlert error={list.error} />
       {list.loading && !list.data && <Loading what="saved queries" />}
       {!id && list.data?.length === 0 && <p class="muted">No saved queries yet.</p>}
@@ -154,16 +127,8 @@ function SavedQuery({
   );
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
-  const [editing, setEditing] = useState(false);
-  const [deleting, setDeleting] = useState(false);
+  const edit = useEditing();
   const [deleteError, setDeleteError] = useState<ApiError | null>(null);
-  const editButton = useRef<HTMLButtonElement>(null);
-  // Back from the edit form (saved or cancelled): the focus returns to Edit once it is drawn again.
-  const wasEditing = useRef(false);
-  useEffect(() => {
-    if (!editing && wasEditing.current) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
   // The API names a parameter's problem as `body.params.<name>` (or `params.<name>`).
   const errors = Object.fromEntries(
     Object.entries(fieldErrors(error)).map(([path, message]) => [path.replace(/^params\./, ''), message]),
@@ -194,10 +159,6 @@ function SavedQuery({
       setDeleteError(err as ApiError);
     }
   });
-  const run = (e: Event) => {
-    e.preventDefault();
-    void running.run();
-  };
   const titleId = `sq-${q.id}`;
   return (
     <article aria-labelledby={titleId}>
@@ -209,22 +170,22 @@ function SavedQuery({
         {q.isPublic ? ' · shared with the organization' : ' · private'}
       </p>
       {q.description && <p class="muted">{q.description}</p>}
-      {editing ? (
+      {edit.editing ? (
         <SavedQueryForm
           existing={q}
           connections={connections}
           onSaved={() => {
-            setEditing(false);
+            edit.setEditing(false);
             onChanged();
           }}
-          onCancel={() => setEditing(false)}
+          onCancel={() => edit.setEditing(false)}
         />
       ) : (
         <>
           <pre>
             <code>{q.query}</code>
           </pre>
-          <form onSubmit={run} class="inline">
+          <form onSubmit={submitWith(running.run)} class="inline">
             {defs.map((d) => (
               <div class="field" key={d.name}>
                 <label for={`sq-${q.id}-${d.name}`}>
@@ -264,35 +225,13 @@ function SavedQuery({
           </form>
         </>
       )}
-      {mayChange && !editing && (
-        <p class="card-actions">
-          <button
-            type="button"
-            class="secondary"
-            ref={editButton}
-            aria-label={`Edit ${q.name}`}
-            onClick={() => setEditing(true)}
-          >
-            Edit
-          </button>{' '}
-          <button
-            type="button"
-            class="secondary"
-            aria-label={`Delete ${q.name}`}
-            onClick={() => setDeleting(true)}
-          >
-            Delete
-          </button>
-        </p>
-      )}
-      {deleting && (
-        <Confirm
-          question={`Delete the saved query “${q.name}”? This cannot be undone.`}
-          action="Delete saved query"
-          onConfirm={() => void remove.run()}
-          onCancel={() => setDeleting(false)}
-        />
-      )}
+      <CardActions
+        name={q.name}
+        what="saved query"
+        mayChange={mayChange}
+        edit={edit}
+        onDelete={() => void remove.run()}
+      />
       <ErrorAlert error={deleteError} />
       <ErrorAlert error={error} />
       {result && <ResultTable result={result} csvName={`${q.name}.csv`} />}
@@ -363,19 +302,9 @@ function SavedQueryForm({
       setError(e as ApiError);
     }
   });
-  const first = useRef<HTMLFormElement>(null);
-  useEffect(() => {
-    first.current?.querySelector('input')?.focus();
-  }, []);
+  const form = useFocusFirst();
   return (
-    <form
-      ref={first}
-      class="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form ref={form} class="stack" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"
@@ -495,14 +424,7 @@ function SavedQueryForm({
         Shared with the organization (members see it on the databases assigned to them)
       </label>
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          Save
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </p>
+      <FormActions label="Save" busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }

@@ -4,7 +4,7 @@ import { Confirm } from '../components/confirm';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { isAdmin, loadMe, useMe } from '../me';
 import { session } from '../session';
 import { Members } from './members';
@@ -146,13 +146,7 @@ function Keys({ round }: { round: number }) {
           onCancel={() => setRevoking(null)}
         />
       )}
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void creating.run();
-        }}
-        class="inline"
-      >
+      <form onSubmit={submitWith(creating.run)} class="inline">
         <div class="field">
           <label for="key-name">New key name</label>
           <input id="key-name" value={name} required onInput={(e) => setName(e.currentTarget.value)} />

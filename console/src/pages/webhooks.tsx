@@ -7,7 +7,7 @@ import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
 import { Pager, usePaged } from '../components/pager';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 
 type Hook = { id: string; url: string; events: string[]; isActive: boolean; secret: string };
 
@@ -142,12 +142,8 @@ function NewWebhook({ onCreated }: { onCreated: (h: Hook) => void }) {
       setError(err as ApiError);
     }
   });
-  const create = (e: Event) => {
-    e.preventDefault();
-    void creating.run();
-  };
   return (
-    <form onSubmit={create} class="stack" aria-label="Add webhook">
+    <form onSubmit={submitWith(creating.run)} class="stack" aria-label="Add webhook">
       <TextField
         id="hook-url"
         label="Endpoint URL (https)"

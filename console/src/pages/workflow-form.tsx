@@ -2,10 +2,11 @@ import { useState } from 'preact/hooks';
 import { type ApiError, api, ok } from '../api/client';
 import { ConnectionSelect, useConnections } from '../components/connection-select';
 import { fieldErrors } from '../components/field-errors';
+import { FormActions } from '../components/form-actions';
 import { ErrorAlert, useLoad } from '../components/load';
 import { SqlField } from '../components/sql-field';
 import { TextField } from '../components/text-field';
-import { useSubmit } from '../components/use-submit';
+import { submitWith, useSubmit } from '../components/use-submit';
 import { isAdmin, type Me, useMe } from '../me';
 import { ScheduleFields, type ScheduleForm, scheduleConfigOf, scheduleFormOf } from './workflow-schedule';
 
@@ -292,14 +293,7 @@ export function WorkflowForm({
     errors[path] ? { 'aria-invalid': true as const, 'aria-describedby': `${id}-error` } : {};
 
   return (
-    <form
-      id={`${prefix}-form`}
-      class="stack builder"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.run();
-      }}
-    >
+    <form id={`${prefix}-form`} class="stack builder" onSubmit={submitWith(save.run)}>
       <TextField
         id={`${prefix}-name`}
         label="Name"
@@ -601,19 +595,7 @@ export function WorkflowForm({
       {errors.triggerConfig && <p class="field-error">{errors.triggerConfig}</p>}
 
       <ErrorAlert error={error} />
-      <p>
-        <button type="submit" disabled={save.busy}>
-          Save
-        </button>
-        {onCancel && (
-          <>
-            {' '}
-            <button type="button" class="secondary" onClick={onCancel}>
-              Cancel
-            </button>
-          </>
-        )}
-      </p>
+      <FormActions label="Save" busy={save.busy} onCancel={onCancel} />
     </form>
   );
 }
