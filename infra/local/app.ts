@@ -50,6 +50,26 @@ export interface LocalOptions {
 }
 
 /**
+ * Lines to stdout, written together once per turn of the event loop: one write per request cost the server
+ * about 0.1 ms of CPU (a system call each, and a pipe's reader woken each time). Whatever is left is
+ * written before the process exits.
+ */
+function stdoutLines(): (line: string) => void {
+  let pending = '';
+  const flush = () => {
+    if (!pending) return;
+    const text = pending;
+    pending = '';
+    process.stdout.write(text);
+  };
+  process.once('exit', flush);
+  return (line: string) => {
+    if (!pending) setImmediate(flush);
+    pending += `${line}\n`;
+  };
+}
+
+/**
  * The whole service on one machine: dynalite on disk, the same Lambda handlers invoked with API
  * Gateway REST proxy events, and the local queue, scheduler and startup tasks.
  */
@@ -62,7 +82,7 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
   process.env.LOUPE_DATA_DIR = dataDir;
   process.env.LOUPE_RUNTIME = 'local';
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const log = opts.log ?? ((line: string) => console.log(line));
+  const log = opts.log ?? stdoutLines();
 
   resetConfig();
   resetDocumentClient();
