@@ -4,14 +4,21 @@
 // LevelDB's own work there); a write here is one write(2) of one line to a file and an update of the tree.
 //
 // Guarantees, the same as LevelDB's with dynalite's options (sync: false):
-//  - A write is in the log file (in the kernel's page cache: it survives the process, not a power cut)
-//    before it is applied, so before anyone can read it or be answered; a process that dies at any point
-//    loses at most a write nobody saw. A line cut short by a crash (the last one) is dropped at the next
-//    open, any other unreadable line stops the open with an error naming the file and line.
+//  - A write is in the log file (one write(2): in the kernel's page cache, not fsynced) before it is
+//    applied, so before anyone can read it or be answered. It survives the process at any instant (a
+//    crash, SIGKILL); a power cut or an OS crash may lose the writes the kernel had not written back yet
+//    (up to about 30 s with Linux's defaults), as with LevelDB here.
+//    Snapshots are fsynced before they replace anything, and close() fsyncs the log.
+//  - A line cut short by a crash (the last line of the last log) is dropped at the next open; any other
+//    unreadable line stops the open with an error naming the file and line.
 //  - A batch is one line: all of it or none of it.
-//  - One process at a time: a lock file holds the owner's pid (and its start time, where /proc has it);
-//    a second open fails while that process lives, and takes the lock over when it is gone.
+//  - One process at a time: a lock file holds the owner's pid and its start time (where /proc has it),
+//    linked into place whole. A second open fails, naming the owner, while that process lives; the lock
+//    is taken over when it is gone (or its pid now belongs to a process started later), under a second
+//    lock file so that of two processes starting at once only one takes it.
 //  - Reads (gets, iterators) see a consistent tree, iterators a snapshot of it, as memory-level gives.
+//  - Memory: every item is held in memory (the whole table, about 2-3 times its JSON size); the files
+//    are read in 4 MiB chunks at open, so their size is bounded by the disk, not by Node's string length.
 //
 // Files in the store's folder (`<dataDir>/dynamodb`): `loupe-store.lock`, `snapshot-<n>.jsonl` (every
 // entry at some point) and `log-<n>.jsonl` (writes after it), one JSON array per line: ["p", key, value],
@@ -58,31 +65,61 @@ function alive(pid, started) {
   return !started || !startTime(pid) || startTime(pid) === started;
 }
 
+/**
+ * Creates `file` holding this process's pid and start time, or answers false when it exists. The text is
+ * written to a file of this process first and linked into place (link(2) fails when the name exists), so
+ * that nobody ever reads a lock file without its owner in it.
+ */
+function createOwned(file) {
+  const mine = `${file}.${process.pid}`;
+  fs.writeFileSync(mine, `${process.pid} ${startTime(process.pid)}\n`, { mode: 0o600 });
+  try {
+    fs.linkSync(mine, file);
+    return true;
+  } catch (e) {
+    if (e.code === 'EEXIST') return false;
+    throw e;
+  } finally {
+    fs.rmSync(mine, { force: true });
+  }
+}
+/** The owner written in a lock file: its text, and whether that process still runs ('' when the file is gone). */
+function ownerOf(file) {
+  let text = '';
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {}
+  const [pid, started] = text.trim().split(' ');
+  const live = Number(pid) > 0 && Number(pid) !== process.pid && alive(Number(pid), started);
+  return { text, pid, live };
+}
+
 function lock(dir) {
   const file = path.join(dir, LOCK);
   if (openHere.has(dir)) throw new Error(`The local store at ${dir} is already open in this process.`);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = fs.openSync(file, 'wx', 0o600);
-      fs.writeSync(fd, `${process.pid} ${startTime(process.pid)}\n`);
-      fs.closeSync(fd);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (createOwned(file)) {
       openHere.add(dir);
       return;
-    } catch (e) {
-      if (e.code !== 'EEXIST') throw e;
     }
-    let owner = '';
-    try {
-      owner = fs.readFileSync(file, 'utf8');
-    } catch {}
-    const [pid, started] = owner.trim().split(' ');
-    if (Number(pid) > 0 && Number(pid) !== process.pid && alive(Number(pid), started))
+    const owner = ownerOf(file);
+    if (owner.live)
       throw new Error(
-        `The local store at ${dir} is in use by process ${pid} (another Loupe server or operator command). Stop it first.`,
+        `The local store at ${dir} is in use by process ${owner.pid} (another Loupe server or operator command). Stop it first.`,
       );
+    if (!owner.text) continue; // removed meanwhile
+    // Left by a process that is gone. Taken over under a second lock, so that of two processes starting at
+    // once only one removes it: the other then finds the first's lock (live) and stops.
+    const taking = `${file}.takeover`;
+    if (!createOwned(taking)) {
+      if (!ownerOf(taking).live) fs.rmSync(taking, { force: true }); // a takeover that died half-way
+      continue;
+    }
     try {
-      fs.unlinkSync(file); // left by a process that is gone
-    } catch {}
+      if (ownerOf(file).text === owner.text) fs.rmSync(file, { force: true });
+    } finally {
+      fs.rmSync(taking, { force: true });
+    }
   }
   throw new Error(`Could not take the lock of the local store at ${dir}.`);
 }
@@ -93,29 +130,53 @@ function unlock(dir) {
   } catch {}
 }
 
-/** Applies the records of one file to `apply`; a cut-short last line of the last file is dropped (truncated). */
+/**
+ * Applies the records of one file to `apply`, read in chunks (a store's files may be larger than the
+ * longest string Node can hold). An unreadable last line of the last file (`last`) is a write cut short by
+ * a crash, never applied nor answered: the file is truncated before it. Anywhere else it stops the open.
+ */
 function replay(file, apply, last) {
-  const text = fs.readFileSync(file, 'utf8');
-  let at = 0;
-  let line = 0;
-  while (at < text.length) {
-    const end = text.indexOf('\n', at);
-    line++;
-    let record;
-    try {
-      if (end === -1) throw new Error('no line end');
-      record = JSON.parse(text.slice(at, end));
-    } catch (e) {
-      const rest = text.slice(end === -1 ? text.length : end + 1);
-      if (last && rest.length === 0) {
-        // The last write of a process that stopped in the middle of it: never applied, never answered.
-        fs.truncateSync(file, Buffer.byteLength(text.slice(0, at)));
-        return;
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const chunk = Buffer.allocUnsafe(4 * 1024 * 1024);
+    let carry = Buffer.alloc(0); // a line not ended yet
+    let done = 0; // bytes of whole lines applied
+    let read = 0;
+    let line = 0;
+    const damaged = (why, rest) => {
+      if (last && rest === 0) {
+        fs.truncateSync(file, done);
+        return true;
       }
-      throw new Error(`The local store file ${file} is damaged at line ${line}: ${e.message}`);
+      throw new Error(`The local store file ${file} is damaged at line ${line}: ${why}`);
+    };
+    for (;;) {
+      const n = fs.readSync(fd, chunk, 0, chunk.length, read);
+      if (n === 0) break;
+      read += n;
+      const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : chunk.subarray(0, n);
+      let at = 0;
+      for (let end = buf.indexOf(10, at); end !== -1; end = buf.indexOf(10, at)) {
+        line++;
+        let record;
+        try {
+          record = JSON.parse(buf.toString('utf8', at, end));
+        } catch (e) {
+          if (damaged(e.message, buf.length - (end + 1) + (size - read))) return;
+        }
+        apply(record);
+        done += end + 1 - at;
+        at = end + 1;
+      }
+      carry = Buffer.from(buf.subarray(at)); // a copy: the chunk is read into again
     }
-    apply(record);
-    at = end + 1;
+    if (carry.length) {
+      line++;
+      damaged('no line end', 0);
+    }
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -172,10 +233,19 @@ class DurableLevel extends MemoryLevel {
     }
     const snapshot = Math.max(0, ...files.snapshot);
     const logs = files.log.filter((n) => n >= snapshot).sort((a, b) => a - b);
-    const ops = [];
+    // Applied to the tree in batches as the files are read: at most a batch of records held besides it.
+    let ops = [];
+    const flush = () => {
+      super._batch(
+        ops.map((r) => (r[0] === 'p' ? { type: 'put', key: r[1], value: r[2] } : { type: 'del', key: r[1] })),
+        {},
+      );
+      ops = [];
+    };
     const apply = (r) => {
       if (r[0] === 'b') for (const op of r[1]) ops.push(op);
       else ops.push(r);
+      if (ops.length >= 10_000) flush();
     };
     if (snapshot) {
       const file = path.join(dir, fileOf('snapshot', snapshot));
@@ -184,11 +254,7 @@ class DurableLevel extends MemoryLevel {
     }
     for (const [i, n] of logs.entries())
       replay(path.join(dir, fileOf('log', n)), apply, i === logs.length - 1);
-    if (ops.length)
-      super._batch(
-        ops.map((r) => (r[0] === 'p' ? { type: 'put', key: r[1], value: r[2] } : { type: 'del', key: r[1] })),
-        {},
-      );
+    if (ops.length) flush();
     // Older files are what a finished snapshot replaced (removal interrupted by a stop).
     for (const n of files.snapshot)
       if (n < snapshot) fs.rmSync(path.join(dir, fileOf('snapshot', n)), { force: true });
@@ -224,7 +290,7 @@ class DurableLevel extends MemoryLevel {
     fs.mkdirSync(aside);
     // LevelDB's files as they are now (opening it rewrote some): everything but this storage's own.
     for (const name of fs.readdirSync(dir))
-      if (!name.startsWith('leveldb-before-') && name !== LOCK && !numbered.test(name))
+      if (!name.startsWith('leveldb-before-') && !name.startsWith(LOCK) && !numbered.test(name))
         fs.renameSync(path.join(dir, name), path.join(aside, name));
   }
 
@@ -286,7 +352,9 @@ class DurableLevel extends MemoryLevel {
         const m = numbered.exec(name);
         if (m && Number(m[2]) < n) fs.rmSync(path.join(dir, name), { force: true });
       }
-    } catch {
+    } catch (e) {
+      if (this.status === 'open')
+        process.stderr.write(`local store: a snapshot failed (${e.message}); the logs keep every write\n`);
       // Stopped meanwhile (the store closes its iterators) or a write failed: the logs still hold everything.
       fs.rmSync(tmp, { force: true });
     }
@@ -317,8 +385,13 @@ class DurableLevel extends MemoryLevel {
     throw new Error('clear() is not supported by the local store');
   }
 
-  async _close() {
+  /** A snapshot under way is finished first (closing stops its iterator: the snapshot would be lost). */
+  async close(...args) {
     await this.#compaction;
+    return super.close(...args);
+  }
+
+  async _close() {
     if (this.#fd >= 0) {
       fs.fsyncSync(this.#fd);
       fs.closeSync(this.#fd);
@@ -336,11 +409,13 @@ if (require.resolve('level', { paths: [dynaliteDir] }) !== require.resolve('leve
 const LevelDb = level.Level;
 let durableNext = false;
 let created = 0;
+let lastCreated = null;
 /** `level.Level` as dynalite sees it (`new Level(path, options)`): LevelDB, except inside withDurableStorage. */
 function ChosenLevel(location, options) {
   if (!durableNext) return new LevelDb(location, options);
   created++;
-  return new DurableLevel(location, options);
+  lastCreated = new DurableLevel(location, options);
+  return lastCreated;
 }
 if (!level.Level.__loupeChosen) {
   ChosenLevel.__loupeChosen = true;
@@ -350,8 +425,9 @@ if (!level.Level.__loupeChosen) {
 /**
  * Runs `fn`, which creates one dynalite store (dynalite/db's `create`, or `dynalite()` for a server), with
  * that store on this storage; throws if it did not get it (dynalite/db loaded before this module).
+ * Answers what `fn` answered; `storage.db` is the storage made (to open it before serving: its lock).
  */
-function withDurableStorage(fn) {
+function withDurableStorage(fn, storage) {
   if (!level.Level.__loupeChosen) throw new Error('level.Level was replaced by something else');
   const before = created;
   durableNext = true;
@@ -365,6 +441,8 @@ function withDurableStorage(fn) {
     throw new Error(
       'dynalite/db was loaded before infra/local/durable-level.cjs: its store is not the durable one',
     );
+  if (storage) storage.db = lastCreated;
+  lastCreated = null;
   return out;
 }
 

@@ -18,14 +18,27 @@ if (!dataDir || !process.send) {
   process.exit(2);
 }
 mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
-const server = withDurableStorage(() =>
-  dynalite({
-    path: join(dataDir, 'dynamodb'),
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
-  }),
+const storage = {};
+const server = withDurableStorage(
+  () =>
+    dynalite({
+      path: join(dataDir, 'dynamodb'),
+      createTableMs: 0,
+      deleteTableMs: 0,
+      updateTableMs: 0,
+    }),
+  storage,
 );
+// Opened before serving: a store in use by another process (its lock) or damaged fails the start with its
+// reason, sent to the parent, instead of failing every request.
+try {
+  await storage.db.open();
+} catch (e) {
+  const reason = e?.cause?.message ?? e?.message ?? String(e);
+  process.send({ error: reason }, () => process.exit(1));
+  setTimeout(() => process.exit(1), 2000).unref();
+  await new Promise(() => {});
+}
 
 let stopping = false;
 function stop(code) {
