@@ -7,10 +7,13 @@
 export function lazy<T>(load: () => Promise<T>): () => Promise<T> {
   let loaded: Promise<T> | undefined;
   return () => {
-    loaded ??= load();
-    loaded.catch(() => {
-      loaded = undefined;
-    });
+    if (!loaded) {
+      const loading = load();
+      loaded = loading;
+      loading.catch(() => {
+        if (loaded === loading) loaded = undefined;
+      });
+    }
     return loaded;
   };
 }
