@@ -10,6 +10,9 @@ import {
 } from '../../shared/conversations/conversations';
 import { on } from '../../shared/http/route';
 import { streamingHttpHandler } from '../../shared/http/stream';
+import { lazy } from '../../shared/platform/lazy';
+
+const chatModule = lazy(() => import('../../shared/chat/chat'));
 
 /**
  * POST /chat (streams when asked) and the conversations. A streaming group: see shared/http/stream.ts.
@@ -17,7 +20,7 @@ import { streamingHttpHandler } from '../../shared/http/stream';
  * request, a lazy chunk: a cold start that lists conversations does not compile it.
  */
 export const handler = streamingHttpHandler([
-  on(chatApi.chat, async ({ ctx, body }) => (await import('../../shared/chat/chat')).chat(ctx, body)),
+  on(chatApi.chat, async ({ ctx, body }) => (await chatModule()).chat(ctx, body)),
   on(api.listConversations, async ({ ctx, query }) => listConversations(ctx, query)),
   on(api.createConversation, async ({ ctx, body }) => ({
     status: 201,

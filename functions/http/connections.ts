@@ -16,12 +16,16 @@ import {
 } from '../../shared/connections/connections';
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
+import { lazy } from '../../shared/platform/lazy';
 
 // What reaches a database (queries, schema reads, connection tests, history, auto-annotation) loads with
 // its route's first call, a lazy chunk: a cold start compiles the handler stack and the connections'
 // records only.
-const execute = () => import('../../shared/connections/execute');
-const schema = () => import('../../shared/connections/schema');
+const execute = lazy(() => import('../../shared/connections/execute'));
+const schema = lazy(() => import('../../shared/connections/schema'));
+const testing = lazy(() => import('../../shared/connections/test-connection'));
+const history = lazy(() => import('../../shared/connections/history'));
+const autoAnnotate = lazy(() => import('../../shared/connections/auto-annotate'));
 
 export const handler = httpHandler([
   on(api.listConnections, async ({ ctx, query }) => listConnections(ctx, query)),
@@ -37,7 +41,7 @@ export const handler = httpHandler([
   })),
   on(api.deleteConnection, async ({ ctx, params }) => ({ data: await deleteConnection(ctx, params.id) })),
   on(api.testConnection, async ({ ctx, params }) => ({
-    data: await (await import('../../shared/connections/test-connection')).testConnection(ctx, params.id),
+    data: await (await testing()).testConnection(ctx, params.id),
   })),
   on(api.getSchema, async ({ ctx, params }) => ({ data: await (await schema()).getSchema(ctx, params.id) })),
   on(api.refreshSchema, async ({ ctx, params }) => ({
@@ -47,7 +51,7 @@ export const handler = httpHandler([
     data: await (await execute()).executeReadOnly(ctx, params.id, { ...body, source: 'query' }),
   })),
   on(api.listQueries, async ({ ctx, params, query }) =>
-    (await import('../../shared/connections/history')).listQueryHistory(ctx, params.id, query),
+    (await history()).listQueryHistory(ctx, params.id, query),
   ),
   on(api.listAnnotations, async ({ ctx, params, query }) => listAnnotations(ctx, params.id, query)),
   on(api.createAnnotation, async ({ ctx, params, body }) => ({
@@ -56,11 +60,7 @@ export const handler = httpHandler([
   })),
   on(api.autoAnnotate, async ({ ctx, params, body }) => ({
     status: 202,
-    data: await (await import('../../shared/connections/auto-annotate')).requestAutoAnnotation(
-      ctx,
-      params.id,
-      body?.tables,
-    ),
+    data: await (await autoAnnotate()).requestAutoAnnotation(ctx, params.id, body?.tables),
   })),
   on(api.getAnnotation, async ({ ctx, params }) => ({
     data: await getAnnotation(ctx, params.id, params.annotationId),

@@ -1,5 +1,6 @@
 import { httpHandler } from '../../shared/http/handler';
 import { on } from '../../shared/http/route';
+import { lazy } from '../../shared/platform/lazy';
 import * as api from '../../shared/workflows/api';
 import {
   createWorkflow,
@@ -11,8 +12,8 @@ import {
 
 // Runs, previews and test deliveries (queries, webhooks, email) load with their route's first call, a
 // lazy chunk: a cold start compiles the handler stack and the workflows' records only.
-const runner = () => import('../../shared/workflows/runner');
-const manual = () => import('../../shared/workflows/manual-runs');
+const runner = lazy(() => import('../../shared/workflows/runner'));
+const manual = lazy(() => import('../../shared/workflows/manual-runs'));
 
 export const handler = httpHandler([
   on(api.listWorkflows, async ({ ctx, query }) => listWorkflows(ctx, query)),

@@ -50,6 +50,31 @@ export interface LocalOptions {
 }
 
 /**
+ * Lines to stdout, written together at most every 50 ms: a write per request (a system call, a pipe's
+ * reader woken each time) cost the server about 0.1 ms of CPU per request. Whatever is left is written
+ * before the process exits.
+ */
+let stdoutLog: ((line: string) => void) | undefined;
+function stdoutLines(): (line: string) => void {
+  let pending = '';
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (!pending) return;
+    const text = pending;
+    pending = '';
+    process.stdout.write(text);
+  };
+  process.once('exit', flush);
+  return (line: string) => {
+    pending += `${line}\n`;
+    if (pending.length > 64 * 1024) flush();
+    else timer ??= setTimeout(flush, 50).unref();
+  };
+}
+
+/**
  * The whole service on one machine: dynalite on disk, the same Lambda handlers invoked with API
  * Gateway REST proxy events, and the local queue, scheduler and startup tasks.
  */
@@ -62,7 +87,8 @@ export async function startLocal(opts: LocalOptions = {}): Promise<LocalApp> {
   process.env.LOUPE_DATA_DIR = dataDir;
   process.env.LOUPE_RUNTIME = 'local';
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const log = opts.log ?? ((line: string) => console.log(line));
+  stdoutLog ??= stdoutLines(); // one buffer (and exit hook) per process
+  const log = opts.log ?? stdoutLog;
 
   resetConfig();
   resetDocumentClient();

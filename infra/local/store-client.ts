@@ -12,7 +12,7 @@ import type { StoreAnswer, StoreCall, StoreFailure } from '../../shared/platform
  * The local store without HTTP: DynamoDB operations executed by dynalite's own validation and action
  * modules in this process. Only the local runtime uses it (AWS always goes through signed HTTPS).
  *
- *  - `openDirectStore` opens dynalite's LevelDB store and answers `StoreCall`s (the wire form of a
+ *  - `openDirectStore` opens dynalite's store (in memory with a write log: durable-level.cjs) and answers `StoreCall`s (the wire form of a
  *    DynamoDB request: operation name and JSON input, as the protocol sends them), which the service's
  *    document client (shared/platform/db/document.ts) uses directly. It also serves the same calls over
  *    HTTP (the DynamoDB JSON protocol) for the operator tool and the AWS SDK. The answers are the same on
@@ -24,6 +24,10 @@ import type { StoreAnswer, StoreCall, StoreFailure } from '../../shared/platform
 export type { StoreAnswer, StoreCall, StoreFailure };
 
 const require = createRequire(import.meta.url);
+// Before dynalite/db loads: the storage of the store opened here (memory and a write log, not LevelDB).
+const { withDurableStorage } = require('./durable-level.cjs') as {
+  withDurableStorage<T>(fn: () => T): T;
+};
 require('./dynalite-iterators.cjs'); // closes the iterators dynalite leaves open (see the file)
 require('./dynalite-expressions.cjs'); // keeps parsed expressions instead of parsing them on every call
 const dynaliteDb = require('dynalite/db') as { create(options: Record<string, unknown>): DynaliteStore };
@@ -33,7 +37,7 @@ const validations = require('dynalite/validations') as {
 };
 
 interface DynaliteStore {
-  db: { close(cb: (err?: Error) => void): void };
+  db: { close(cb: (err?: Error) => void): void; open(): Promise<void> };
   getTable(name: string, checkStatus: unknown, cb?: (err: Error | null, table?: DynaliteTable) => void): void;
   lifecycleManager?: { gracefulClose(cb: (err?: Error) => void): void };
 }
@@ -83,12 +87,19 @@ export interface DirectStore {
 /** Opens dynalite's store on `<dataDir>/dynamodb` in this process and serves it directly and over HTTP. */
 export async function openDirectStore(dataDir: string, port = 0): Promise<DirectStore> {
   mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
-  const store = dynaliteDb.create({
-    path: join(dataDir, 'dynamodb'),
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
-  });
+  const store = withDurableStorage(() =>
+    dynaliteDb.create({
+      path: join(dataDir, 'dynamodb'),
+      createTableMs: 0,
+      deleteTableMs: 0,
+      updateTableMs: 0,
+    }),
+  );
+  try {
+    await store.db.open(); // its lock, the files read back (a store in use by another process fails here)
+  } catch (e) {
+    throw (e as { cause?: Error }).cause ?? e;
+  }
   const tables = cacheTables(store);
   const call = directCall(store, tables);
   const server = httpFront(call);

@@ -1,11 +1,16 @@
 // The local store's own process (started by startStoreProcess in store.ts): dynalite on
 // `<dataDir>/dynamodb`, listening on 127.0.0.1. It reports its port to the parent over IPC, stops
-// (closing LevelDB) when the parent sends 'stop', and exits when the parent goes away.
+// (closing the store's files) when the parent sends 'stop', and exits when the parent goes away.
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import dynalite from 'dynalite';
-import './dynalite-iterators.cjs';
-import './dynalite-expressions.cjs';
+
+// In this order: the storage before dynalite/db loads (durable-level.cjs), then dynalite's fixes.
+const require = createRequire(import.meta.url);
+const { withDurableStorage } = require('./durable-level.cjs');
+require('./dynalite-iterators.cjs');
+require('./dynalite-expressions.cjs');
+const dynalite = require('dynalite');
 
 const [dataDir, portArg] = process.argv.slice(2);
 if (!dataDir || !process.send) {
@@ -13,12 +18,27 @@ if (!dataDir || !process.send) {
   process.exit(2);
 }
 mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
-const server = dynalite({
-  path: join(dataDir, 'dynamodb'),
-  createTableMs: 0,
-  deleteTableMs: 0,
-  updateTableMs: 0,
-});
+const storage = {};
+const server = withDurableStorage(
+  () =>
+    dynalite({
+      path: join(dataDir, 'dynamodb'),
+      createTableMs: 0,
+      deleteTableMs: 0,
+      updateTableMs: 0,
+    }),
+  storage,
+);
+// Opened before serving: a store in use by another process (its lock) or damaged fails the start with its
+// reason, sent to the parent, instead of failing every request.
+try {
+  await storage.db.open();
+} catch (e) {
+  const reason = e?.cause?.message ?? e?.message ?? String(e);
+  process.send({ error: reason }, () => process.exit(1));
+  setTimeout(() => process.exit(1), 2000).unref();
+  await new Promise(() => {});
+}
 
 let stopping = false;
 function stop(code) {

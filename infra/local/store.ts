@@ -17,7 +17,7 @@ export interface LocalStore {
 const portFile = (dataDir: string) => join(dataDir, 'dynamodb.endpoint');
 
 /**
- * Starts dynalite's store (DynamoDB on LevelDB) with its files under `<dataDir>/dynamodb` in this
+ * Starts dynalite's store (items in memory, every write in a log file first: durable-level.cjs) with its files under `<dataDir>/dynamodb` in this
  * process, and creates the table from the same definition the CDK stack uses. `call` executes commands
  * directly (store-client.ts, no HTTP); the same store is also served on an HTTP endpoint, written to
  * `<dataDir>/dynamodb.endpoint` so that the operator tool can use a running server's store.
@@ -66,7 +66,11 @@ export async function startStoreProcess(
   let port: number;
   try {
     port = await new Promise<number>((resolve, reject) => {
-      child.once('message', (m) => resolve((m as { port: number }).port));
+      child.once('message', (m) => {
+        const answer = m as { port?: number; error?: string };
+        if (answer.error !== undefined) reject(new Error(answer.error));
+        else resolve(answer.port as number);
+      });
       child.once('error', reject);
       exited.then((why) => reject(new Error(`The local store process failed to start (${why}).`)));
     });

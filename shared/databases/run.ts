@@ -6,7 +6,7 @@
  * {code, position?}), 422 CONNECTION_FAILED (details.diagnosis).
  */
 
-import { assertPgCallsAllowed } from '../guard/postgres-catalog';
+import { assertPgCallsAllowed, pgReadCheck } from '../guard/postgres-catalog';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
 import {
@@ -43,6 +43,12 @@ export function resolveOptions(opts: Partial<QueryOptions>): QueryOptions {
   return { ...opts, maxRows, timeoutMs, maxBytes };
 }
 
+/**
+ * How many times a read may run: its catalog check can fail because the server was written to (the
+ * next check computes the digest), then because the catalog changed (judged again), then once more.
+ */
+const CATALOG_ATTEMPTS = 4;
+
 export async function runReadOnly(
   target: ConnectionTarget,
   text: string,
@@ -55,15 +61,36 @@ export async function runReadOnly(
     kind: statement.kind,
     leavesNoSessionState: runsOnlyReviewedCode(target),
   };
-  // One deadline for the whole read: the function rule's catalog lookup (PostgreSQL) spends from it.
+  // One deadline for the whole read: the function rule's catalog lookups (PostgreSQL) spend from it.
   const deadline = Date.now() + options.timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
-  if (statement.pg)
-    await assertPgCallsAllowed(target, statement.pg, (sql, o) =>
+  if (!statement.pg) return runChecked(target, text, { ...options, timeoutMs: left() });
+  const pg = statement.pg;
+  for (let attempt = 1; ; attempt++) {
+    // A remembered verdict costs no query here: the read's own transaction checks the catalog
+    // (guard/postgres-catalog.ts pgReadCheck), and fails before the statement when it changed.
+    const check = await pgReadCheck(target, pg, (sql, o) =>
       catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
     );
-  return runChecked(target, text, { ...options, timeoutMs: left() });
+    try {
+      return await runChecked(target, text, { ...options, timeoutMs: left(), preCheck: check }, (e) =>
+        check?.changed(e),
+      );
+    } catch (e) {
+      if (!(e instanceof CatalogChanged)) throw e;
+      if (attempt >= CATALOG_ATTEMPTS)
+        throw new AppError(
+          422,
+          'QUERY_FAILED',
+          "The database's catalog kept changing while the statement was being checked; run it again.",
+          { code: 'CATALOG_CHANGED' },
+        );
+    }
+  }
 }
+
+/** The read's catalog check failed (the server was written to, or its catalog changed): the statement did not run. */
+class CatalogChanged extends Error {}
 
 /**
  * classifyStatement with the connection's function rule applied too: a read calling a function the
@@ -117,6 +144,7 @@ async function runChecked(
   target: ConnectionTarget,
   text: string,
   options: QueryOptions,
+  catalogChanged?: (e: unknown) => boolean | undefined,
 ): Promise<QueryResult> {
   let driver: Awaited<ReturnType<typeof driverFor>>;
   try {
@@ -127,6 +155,7 @@ async function runChecked(
   try {
     return await driver.query(text, options);
   } catch (e) {
+    if (catalogChanged?.(e)) throw new CatalogChanged();
     throw queryError(e, target, options);
   }
 }

@@ -325,8 +325,8 @@ export const SNAPSHOT_SQL = 'SELECT pg_catalog.txid_current_snapshot()::pg_catal
  * Column types are not digested: a column's type changes without a new pg_class row only between
  * binary-coercible types, which share their casts' and operators' functions.
  */
-export const VERSION_SQL = `
-SELECT pg_catalog.txid_current_snapshot()::pg_catalog.text AS snapshot, pg_catalog.md5(pg_catalog.concat_ws('|',
+/** The digest of VERSION_SQL, as one expression (its scalar subqueries run only when it is evaluated). */
+export const CATALOG_DIGEST = `pg_catalog.md5(pg_catalog.concat_ws('|',
   pg_catalog.current_setting('search_path'),  ${rowsOf('pg_proc', 'x.oid')},
   ${rowsOf('pg_operator', 'x.oid')},
   ${rowsOf('pg_class', 'x.oid')},
@@ -350,4 +350,36 @@ SELECT pg_catalog.txid_current_snapshot()::pg_catalog.text AS snapshot, pg_catal
   ${rowsOf('pg_range', 'x.rngtypid', `x.rngtypid >= ${FIRST_NORMAL}`)},
   ${rowsOf('pg_foreign_table', 'x.ftrelid', 'true')},
   ${rowsOf('pg_db_role_setting', 'x.setdatabase, x.setrole', 'true')}
-)) AS hash`;
+))`;
+export const VERSION_SQL = `
+SELECT pg_catalog.txid_current_snapshot()::pg_catalog.text AS snapshot, ${CATALOG_DIGEST} AS hash`;
+
+/** The texts a read's catalog check fails with (`catalogCheckSql`). */
+export const SNAPSHOT_MOVED_MARK = 'loupe-snapshot-moved';
+export const CATALOG_CHANGED_MARK = 'loupe-catalog-changed';
+
+/**
+ * A read's catalog check, run in the read's own transaction just before its statement (the read's first
+ * message, drivers/postgres.ts), for a statement whose verdict was found under catalog digest `digest`,
+ * last seen at the server's snapshot `snapshot`. It answers one row, `snapshot` (the server's snapshot
+ * now) and `quiet` (unchanged since `snapshot`), or fails with an error holding one of the marks (a cast
+ * of that text to integer: the text is not a constant, so the planner cannot fold the cast into a
+ * failure of every call), which aborts the transaction before the statement runs.
+ *
+ * - `digest` undefined (the quiet form, a few microseconds to plan and run): fails with
+ *   SNAPSHOT_MOVED_MARK whenever the snapshot moved (any write on the server since).
+ * - with `digest` (the form for a server that is being written to): passes when the snapshot is
+ *   unchanged, else computes the catalog's digest in the same statement (its subqueries run only then)
+ *   and fails with CATALOG_CHANGED_MARK when it differs. About 1 ms to plan and 1-3 ms to run on the
+ *   server when the snapshot moved, which is what the separate digest query cost before, without its
+ *   round trips.
+ */
+export function catalogCheckSql(snapshot: string, digest?: string): string {
+  if (!/^[0-9:,]+$/.test(snapshot) || (digest !== undefined && !/^[0-9a-f]+$/.test(digest)))
+    throw new Error('Unexpected snapshot or digest text');
+  const fail = (mark: string) => `pg_catalog.concat('${mark} ', s.v)::pg_catalog.int4::pg_catalog.text`;
+  const changed = digest === undefined ? '' : ` WHEN ${CATALOG_DIGEST} = '${digest}' THEN s.v`;
+  return `SELECT CASE WHEN s.v = '${snapshot}' THEN s.v${changed}
+  ELSE ${fail(digest === undefined ? SNAPSHOT_MOVED_MARK : CATALOG_CHANGED_MARK)} END AS snapshot, s.v = '${snapshot}' AS quiet
+  FROM (SELECT pg_catalog.txid_current_snapshot()::pg_catalog.text AS v) s`;
+}

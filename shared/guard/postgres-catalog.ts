@@ -25,14 +25,28 @@
  * chosen and is not held against the statement.
  *
  * Verdicts are remembered per connection (id, version, allowedFunctions) and statement names while
- * the catalog is unchanged: before each read one trivial query reads the server's transaction
- * snapshot; when it changed, the catalog's digest is read (VERSION_SQL), and a changed digest forgets
- * every verdict of the connection. A statement not yet known costs one REACH_SQL query. Refusals are
- * not remembered.
+ * the catalog is unchanged (its digest, VERSION_SQL). A read (pgReadCheck) asks nothing more of the
+ * server for a remembered verdict: its own transaction checks, just before the statement, that the
+ * server's snapshot is the one last seen (catalogCheckSql), so no extra round trip and a few
+ * microseconds on the server. When the snapshot moved (something was written), that check fails
+ * without running the statement, and the read runs again with the check that also computes the
+ * catalog's digest in line when the snapshot moved, and fails only when the digest changed; a
+ * connection whose snapshot keeps moving (a server being written to) keeps that form until a read
+ * finds the snapshot unchanged. A changed digest forgets the connection's verdicts; the read is judged
+ * again and runs again. A statement not yet known costs one REACH_SQL query, a connection not yet known
+ * one VERSION_SQL query. Other callers (assertPgCallsAllowed: classifying a statement, no read follows)
+ * read the snapshot with one trivial query first. Refusals are not remembered.
  */
 import { readOnlyViolation } from './errors';
 import { pgDenied, pgDeniedPattern, pgReviewedExtensions, pgReviewedVolatile } from './functions';
-import { REACH_SQL, SNAPSHOT_SQL, VERSION_SQL } from './postgres-catalog-sql';
+import {
+  CATALOG_CHANGED_MARK,
+  catalogCheckSql,
+  REACH_SQL,
+  SNAPSHOT_MOVED_MARK,
+  SNAPSHOT_SQL,
+  VERSION_SQL,
+} from './postgres-catalog-sql';
 import { type PgCalls, pgStatements } from './postgres-grammar';
 
 const MAX_CONNECTIONS = 200;
@@ -41,14 +55,19 @@ const MAX_STATEMENTS_PER_CONNECTION = 5000;
 interface Known {
   snapshot: string;
   digest: string;
+  /** The snapshot moved at the last read's check: the next one computes the digest in line. */
+  busy?: boolean;
   /** Statement name lists found safe under `digest` (replaced, not cleared, when it changes). */
   safe: Set<string>;
 }
 const known = new Map<string, Known>();
+/** Connections whose verdicts were forgotten while their snapshot kept moving: their next entry starts busy. */
+const busy = new Set<string>();
 
 /** Forgets every remembered verdict (tests; a connection's catalog changed). */
 export function forgetCatalogVerdicts(): void {
   known.clear();
+  busy.clear();
 }
 
 /** Runs one read on the connection (the driver's read-only path); injected by databases/run.ts. */
@@ -235,6 +254,116 @@ function refusal(r: Reached, kind: 'denied' | 'volatile' | 'unreviewed') {
   );
 }
 
+/** The statement's names, the verdict's key, and the connection's cache key. */
+function keysOf(
+  target: { id: string; version: string; allowedFunctions?: readonly string[] },
+  calls: PgCalls,
+) {
+  const names = writtenNames(calls);
+  const allowed = new Set((target.allowedFunctions ?? []).map((a) => a.toLowerCase()));
+  // allowedFunctions is part of the key: an admin's edit of the list needs no new version.
+  const cacheKey = `${target.id}\u0000${target.version}\u0000${[...allowed].sort().join(',')}`;
+  return { names, allowed, cacheKey, statementKey: JSON.stringify(names) };
+}
+
+const LOOKUP = { maxRows: 10_000, timeoutMs: 10_000 };
+
+/** The connection's entry under the catalog as VERSION_SQL reads it now (a changed digest: a new entry). */
+async function refreshed(cacheKey: string, query: CatalogQuery): Promise<Known> {
+  const v = (await query(VERSION_SQL, { ...LOOKUP, params: [] })).rows[0] as {
+    snapshot: string;
+    hash: string;
+  };
+  let entry = known.get(cacheKey);
+  if (!entry || entry.digest !== v.hash) {
+    if (!entry && known.size >= MAX_CONNECTIONS) known.delete(known.keys().next().value as string);
+    entry = { snapshot: v.snapshot, digest: v.hash, safe: new Set(), busy: busy.delete(cacheKey) };
+    known.set(cacheKey, entry);
+  } else entry.snapshot = v.snapshot;
+  return entry;
+}
+
+/** Judges the statement's names under the catalog as it is (REACH_SQL); throws the refusal, else remembers it in `safe`. */
+async function judge(
+  statementKey: string,
+  allowed: ReadonlySet<string>,
+  safe: Set<string>,
+  query: CatalogQuery,
+): Promise<void> {
+  const { rows } = await query(REACH_SQL, { ...LOOKUP, params: [statementKey, pgDeniedPattern()] });
+  const reached = (rows as Reached[]).slice().sort((a, b) => rank(a.via) - rank(b.via));
+  for (const r of reached) {
+    const kind = problem(r, allowed);
+    if (kind) throw refusal(r, kind);
+  }
+  if (safe.size < MAX_STATEMENTS_PER_CONNECTION) safe.add(statementKey);
+}
+
+/** What a read runs in its own transaction before its statement (drivers/postgres.ts `preCheck`). */
+export interface CatalogCheck {
+  /** One SELECT of our own text: one row when the verdict stands, an error when the catalog changed. */
+  sql: string;
+  /** Its row: the server's snapshot, kept so that the next read's check is the cheap one. */
+  onRow(row: Record<string, unknown>): void;
+  /**
+   * True when `error` (the read's failure in that first message, marked `inPreCheck` by the driver) is
+   * this check's failure: the snapshot moved (the next check computes the digest), or the catalog
+   * changed (the connection's verdicts are forgotten). Either way the statement did not run: the caller
+   * asks pgReadCheck again (which judges the statement again when needed) and runs the read again.
+   */
+  changed(error: unknown): boolean;
+}
+
+/**
+ * The function rule for a read that follows at once: throws 400 READ_ONLY_VIOLATION as
+ * assertPgCallsAllowed does, else answers the check the read must run before its statement (undefined
+ * when the statement names nothing the catalog could resolve). A remembered verdict costs no query here;
+ * a statement not yet judged one REACH_SQL query (and one VERSION_SQL for a connection not yet seen).
+ */
+export async function pgReadCheck(
+  target: { id: string; version: string; allowedFunctions?: readonly string[] },
+  calls: PgCalls,
+  query: CatalogQuery,
+): Promise<CatalogCheck | undefined> {
+  const { names, allowed, cacheKey, statementKey } = keysOf(target, calls);
+  if (names.length === 0) return undefined;
+  const seen = known.get(cacheKey) ?? (await refreshed(cacheKey, query));
+  // Judged under the catalog as it is now and remembered under `seen.digest`: if the two differ, the
+  // read's check (against `seen`) fails, and the statement is judged again under the new digest. If the
+  // check passes, the catalog was `seen.digest` from `seen`'s reading through the check, the judgement
+  // included (a digest never comes back: every change writes rows of a new transaction).
+  if (!seen.safe.has(statementKey)) await judge(statementKey, allowed, seen.safe, query);
+  const { snapshot, digest } = seen;
+  const inLine = seen.busy === true;
+  return {
+    sql: catalogCheckSql(snapshot, inLine ? digest : undefined),
+    onRow(row) {
+      // The check passed: the catalog is still `digest` at this snapshot.
+      if (typeof row.snapshot !== 'string' || known.get(cacheKey) !== seen || seen.digest !== digest) return;
+      seen.snapshot = row.snapshot;
+      seen.busy = row.quiet !== true;
+    },
+    changed(error) {
+      const e = error as { inPreCheck?: unknown; code?: unknown; message?: unknown } | null;
+      if (e?.inPreCheck !== true || e.code !== '22P02') return false;
+      const message = String(e.message);
+      if (message.includes(SNAPSHOT_MOVED_MARK) && !inLine) {
+        // Written to since: the next check computes the digest (the verdicts may still stand).
+        seen.busy = true;
+        return true;
+      }
+      if (message.includes(CATALOG_CHANGED_MARK) && inLine) {
+        if (known.get(cacheKey) === seen) {
+          known.delete(cacheKey);
+          busy.add(cacheKey);
+        }
+        return true;
+      }
+      return false;
+    },
+  };
+}
+
 /**
  * Throws 400 READ_ONLY_VIOLATION naming the first function a read of `calls` could run that the
  * catalog of `target` does not mark safe, and what runs it. `query` runs the lookups on the connection.
@@ -244,41 +373,16 @@ export async function assertPgCallsAllowed(
   calls: PgCalls,
   query: CatalogQuery,
 ): Promise<void> {
-  const names = writtenNames(calls);
+  const { names, allowed, cacheKey, statementKey } = keysOf(target, calls);
   if (names.length === 0) return;
-  const allowed = new Set((target.allowedFunctions ?? []).map((a) => a.toLowerCase()));
-  // allowedFunctions is part of the key: an admin's edit of the list needs no new version.
-  const cacheKey = `${target.id}\u0000${target.version}\u0000${[...allowed].sort().join(',')}`;
-  const statementKey = JSON.stringify(names);
-  const lookup = { maxRows: 10_000, timeoutMs: 10_000 };
-
   let entry = known.get(cacheKey);
   const snapshot = entry
     ? String(
-        ((await query(SNAPSHOT_SQL, { ...lookup, params: [] })).rows[0] as { snapshot: string }).snapshot,
+        ((await query(SNAPSHOT_SQL, { ...LOOKUP, params: [] })).rows[0] as { snapshot: string }).snapshot,
       )
     : undefined;
-  if (!entry || snapshot !== entry.snapshot) {
-    const v = (await query(VERSION_SQL, { ...lookup, params: [] })).rows[0] as {
-      snapshot: string;
-      hash: string;
-    };
-    entry = known.get(cacheKey);
-    if (!entry || entry.digest !== v.hash) {
-      if (!entry && known.size >= MAX_CONNECTIONS) known.delete(known.keys().next().value as string);
-      entry = { snapshot: v.snapshot, digest: v.hash, safe: new Set() };
-      known.set(cacheKey, entry);
-    } else entry.snapshot = v.snapshot;
-  }
+  if (!entry || snapshot !== entry.snapshot) entry = await refreshed(cacheKey, query);
   if (entry.safe.has(statementKey)) return;
   // The set of this catalog version: a verdict found while the catalog changed lands in the old set.
-  const safe = entry.safe;
-
-  const { rows } = await query(REACH_SQL, { ...lookup, params: [statementKey, pgDeniedPattern()] });
-  const reached = (rows as Reached[]).slice().sort((a, b) => rank(a.via) - rank(b.via));
-  for (const r of reached) {
-    const kind = problem(r, allowed);
-    if (kind) throw refusal(r, kind);
-  }
-  if (safe.size < MAX_STATEMENTS_PER_CONNECTION) safe.add(statementKey);
+  await judge(statementKey, allowed, entry.safe, query);
 }

@@ -13,8 +13,13 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import { hasScope } from '../auth/authenticate';
 import type { AuthContext } from '../auth/context';
 import { type AppError, forbidden, isAppError } from '../platform/errors';
+import { lazy } from '../platform/lazy';
 import { callTool, visibleTools } from './call';
 import { toolByName } from './tools';
+
+// Loaded on first use and kept (platform/lazy.ts).
+const loadConnections = lazy(() => import('../connections/connections'));
+const loadSchema = lazy(() => import('../connections/schema'));
 
 export const SERVER_INFO = { name: 'loupe', title: 'Loupe', version: '1.0.0' };
 
@@ -102,7 +107,7 @@ export function mcpServer(): Server {
     const page = cursor === undefined ? 1 : Number(cursor);
     if (!Number.isInteger(page) || page < 1 || page > 1_000_000)
       throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor.');
-    const { listConnections } = await import('../connections/connections');
+    const { listConnections } = await loadConnections();
     const r = await listConnections(ctx, { page, pageSize: 100 });
     return {
       resources: r.data.map((c) => ({
@@ -139,7 +144,7 @@ export function mcpServer(): Server {
       } catch {
         throw new McpError(-32002, `Resource not found: ${req.params.uri}`);
       }
-      const data = await (await import('../connections/schema')).getSchema(ctx, id);
+      const data = await (await loadSchema()).getSchema(ctx, id);
       return {
         contents: [{ uri: req.params.uri, mimeType: 'application/json', text: JSON.stringify(data) }],
       };

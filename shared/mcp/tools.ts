@@ -8,8 +8,23 @@ import type { EndpointSpec } from '../http/endpoint';
 import type { Pagination } from '../http/envelope';
 import { describe } from '../http/schemas';
 import * as metricsApi from '../metrics/api';
+import { lazy } from '../platform/lazy';
 import * as savedQueriesApi from '../saved-queries/api';
 import { type ColumnFormat, count, listText, type Noun, recordText, resultText, words } from './render';
+
+// Loaded on first use and kept (platform/lazy.ts).
+const loadSchema = lazy(() => import('../connections/schema'));
+const loadConnections = lazy(() => import('../connections/connections'));
+const loadAnnotations = lazy(() => import('../connections/annotations'));
+const loadChatSchemaSearch = lazy(() => import('../chat/schema-search'));
+const loadSchemaIndex = lazy(() => import('../connections/schema-index'));
+const loadExecute = lazy(() => import('../connections/execute'));
+const loadChat = lazy(() => import('../chat/chat'));
+const loadSavedQueries = lazy(() => import('../saved-queries/saved-queries'));
+const loadMetrics = lazy(() => import('../metrics/metrics'));
+const loadDashboards = lazy(() => import('../dashboards/dashboards'));
+const loadWidgets = lazy(() => import('../dashboards/widgets'));
+const loadApprovals = lazy(() => import('../approvals/approvals'));
 
 /**
  * The MCP tools. Each is a client of one REST operation (`endpoint`): it takes that operation's scope,
@@ -143,8 +158,6 @@ const SearchSchemaResult = () =>
     ),
   });
 
-const schemaModule = () => import('../connections/schema');
-
 const TABLES: Noun = { one: 'table', many: 'tables' };
 
 /** A saved query's parameter in words: `min (number)`, `since (date, optional, default 2024-01-01)`. */
@@ -175,7 +188,7 @@ export const tools: ToolDef[] = [
     key: 'connections',
     noun: { one: 'connection', many: 'connections' },
     columns: ['id', 'name', 'type', 'database', 'isActive', 'readOnly'],
-    list: async (ctx, q) => (await import('../connections/connections')).listConnections(ctx, q),
+    list: async (ctx, q) => (await loadConnections()).listConnections(ctx, q),
   }),
   {
     name: 'search_schema',
@@ -189,10 +202,10 @@ export const tools: ToolDef[] = [
     output: SearchSchemaResult,
     async run(ctx, req) {
       const [{ getSchema }, { annotationsFor }, { linkedTables }, { notesOf }] = await Promise.all([
-        schemaModule(),
-        import('../connections/annotations'),
-        import('../chat/schema-search'),
-        import('../connections/schema-index'),
+        loadSchema(),
+        loadAnnotations(),
+        loadChatSchemaSearch(),
+        loadSchemaIndex(),
       ]);
       const [cached, notes] = await Promise.all([
         getSchema(ctx, req.params.id),
@@ -244,7 +257,7 @@ export const tools: ToolDef[] = [
     readOnly: true,
     output: () => responseOf(connectionsApi.runQuery),
     run: async (ctx, req) =>
-      (await import('../connections/execute')).executeReadOnly(ctx, req.params.id, {
+      (await loadExecute()).executeReadOnly(ctx, req.params.id, {
         sql: req.body.sql,
         maxRows: req.body.maxRows,
         source: 'mcp',
@@ -267,8 +280,7 @@ export const tools: ToolDef[] = [
     readOnly: false,
     output: () => responseOf(chatApi.chat),
     run: async (ctx, req) =>
-      ((await (await import('../chat/chat')).chat(ctx, { ...req.body, stream: false })) as { data: never })
-        .data,
+      ((await (await loadChat()).chat(ctx, { ...req.body, stream: false })) as { data: never }).data,
     text: (d) =>
       [
         d.content,
@@ -300,7 +312,7 @@ export const tools: ToolDef[] = [
                 .filter(Boolean),
         ),
     },
-    list: async (ctx, q) => (await import('../saved-queries/saved-queries')).listSavedQueries(ctx, q),
+    list: async (ctx, q) => (await loadSavedQueries()).listSavedQueries(ctx, q),
   }),
   {
     name: 'run_saved_query',
@@ -311,8 +323,7 @@ export const tools: ToolDef[] = [
     args: { id: ['params', 'id'], params: ['body', 'params'], maxRows: ['body', 'maxRows'] },
     readOnly: true,
     output: () => responseOf(savedQueriesApi.runSavedQuery),
-    run: async (ctx, req) =>
-      (await import('../saved-queries/saved-queries')).runSavedQuery(ctx, req.params.id, req.body) as never,
+    run: async (ctx, req) => (await loadSavedQueries()).runSavedQuery(ctx, req.params.id, req.body) as never,
     text: queryText,
   },
   listTool({
@@ -325,7 +336,7 @@ export const tools: ToolDef[] = [
     key: 'metrics',
     noun: { one: 'metric', many: 'metrics' },
     columns: ['id', 'name', 'unit', 'connectionId', 'description'],
-    list: async (ctx, q) => (await import('../metrics/metrics')).listMetrics(ctx, q),
+    list: async (ctx, q) => (await loadMetrics()).listMetrics(ctx, q),
   }),
   {
     name: 'evaluate_metric',
@@ -337,7 +348,7 @@ export const tools: ToolDef[] = [
     readOnly: true,
     output: () => responseOf(metricsApi.getMetricValue),
     run: async (ctx, req) =>
-      (await import('../metrics/metrics')).metricValue(ctx, req.params.id, req.query.connectionId) as never,
+      (await loadMetrics()).metricValue(ctx, req.params.id, req.query.connectionId) as never,
     text: (d) => recordText('Metric value', d, ['value', 'unit', 'asOf', 'executionTime']),
   },
   listTool({
@@ -361,7 +372,7 @@ export const tools: ToolDef[] = [
             widgetId: w.id,
           }))
         : [{ dashboard: d.title, dashboardId: d.id, widget: '(no widgets)' }],
-    list: async (ctx, q) => (await import('../dashboards/dashboards')).listDashboards(ctx, q),
+    list: async (ctx, q) => (await loadDashboards()).listDashboards(ctx, q),
   }),
   {
     name: 'get_widget_data',
@@ -379,7 +390,7 @@ export const tools: ToolDef[] = [
     readOnly: true,
     output: () => responseOf(dashboardsApi.getWidgetData),
     run: async (ctx, req) =>
-      (await import('../dashboards/widgets')).widgetData(ctx, req.params.id, req.params.widgetId, {
+      (await loadWidgets()).widgetData(ctx, req.params.id, req.params.widgetId, {
         refresh: req.own.refresh === true,
       }) as never,
     text: (d) => resultText(d, [d.cached ? `From the widget cache (${d.cachedAt}).` : 'Fresh result.']),
@@ -395,7 +406,7 @@ export const tools: ToolDef[] = [
     renamed: { query: 'sql' },
     readOnly: false,
     output: () => responseOf(approvalsApi.submitQuery),
-    run: async (ctx, req) => (await import('../approvals/approvals')).submitQuery(ctx, req.body) as never,
+    run: async (ctx, req) => (await loadApprovals()).submitQuery(ctx, req.body) as never,
     text: (d) =>
       recordText('Query submitted for approval', d, [
         'id',

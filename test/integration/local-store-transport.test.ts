@@ -15,7 +15,6 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable } from '../../infra/local/store';
 import {
@@ -32,7 +31,9 @@ import { httpStoreCall } from '../../shared/platform/db/http-call';
  * (@aws-sdk/lib-dynamodb) does against dynalite's own HTTP server, on each of its transports: signed
  * HTTP to another dynalite server (what AWS gets), the local runtime's direct in-process store, and that
  * store over a MessagePort. The same commands run through every path (each on its own fresh store with
- * the service's table) and their outputs and errors are compared.
+ * the service's table) and their outputs and errors are compared. dynalite's own servers keep LevelDB;
+ * the direct stores run on the local runtime's storage (infra/local/durable-level.cjs), so this also
+ * compares the two storages. dynalite is imported after store-client (which must load first).
  */
 const TABLE = 'loupe-transport-test';
 const dirs: string[] = [];
@@ -52,6 +53,7 @@ beforeAll(async () => {
   const c = mkdtempSync(join(tmpdir(), 'loupe-transport-port-'));
   const d = mkdtempSync(join(tmpdir(), 'loupe-transport-http-'));
   dirs.push(a, b, c, d);
+  const { default: dynalite } = await import('dynalite');
   httpServer = dynalite({ path: d, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', () => r()));
   httpEndpoint = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;

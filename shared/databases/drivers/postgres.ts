@@ -2,6 +2,8 @@
  * PostgreSQL adapter (pg). A read is one transaction, sent in one socket write and answered in order:
  *   BEGIN READ ONLY; SET LOCAL statement_timeout = …;         (one simple-query message, our own text)
  *     set_config('search_path', <the role's path without pg_catalog>, true)   (PIN_SEARCH_PATH: pg_catalog first)
+ *     [the guard's catalog check]                              (opts.preCheck: fails, and the statement
+ *                                                               never runs, when the catalog changed)
  *   DECLARE loupe_cursor NO SCROLL CURSOR FOR <statement>      (SELECT / VALUES; extended protocol: one
  *                                                               statement only, parameters bound)
  *   FETCH <maxRows + 1> FROM loupe_cursor; ROLLBACK            (rows streamed as they arrive, see below)
@@ -381,7 +383,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
             destroy(c);
           });
         };
-        const begin = `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}${readOnly ? `; ${PIN_SEARCH_PATH}` : ''}`;
+        const preCheck = readOnly ? opts.preCheck : undefined;
+        const begin = `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}${readOnly ? `; ${PIN_SEARCH_PATH}` : ''}${preCheck ? `; ${preCheck.sql}` : ''}`;
         // Our own fixed text in simple-query messages; the user's statement only ever in an extended-protocol
         // Parse (one statement, parameters bound). Should BEGIN fail, the statement fails too (a cursor
         // needs a transaction block): nothing runs outside the read-only transaction. Each reply is awaited
@@ -401,7 +404,15 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         });
         for (const p of [sent.first, ...sent.main, ...sent.closing]) p.catch(() => {});
         try {
-          await sent.first;
+          const opened = await sent.first.catch((e: unknown) => {
+            // The first message is our own text: its failure is ours (the catalog check's), not the statement's.
+            if (preCheck && e && typeof e === 'object') (e as { inPreCheck?: boolean }).inPreCheck = true;
+            throw e;
+          });
+          if (preCheck) {
+            const results = Array.isArray(opened) ? opened : [opened];
+            preCheck.onRow((results[results.length - 1]?.rows?.[0] ?? {}) as Record<string, unknown>);
+          }
           for (let k = 0; k < sent.main.length - 1; k++) await sent.main[k];
           end = (await sent.main[sent.main.length - 1]) as StreamedEnd;
         } catch (e) {

@@ -41,6 +41,13 @@ export interface QueryOptions {
    * PostgreSQL adapter then skips its session reset (DISCARD ALL). Absent: the session is reset.
    */
   leavesNoSessionState?: boolean;
+  /**
+   * PostgreSQL reads: one SELECT of our own text (the guard's catalog check, guard/postgres-catalog.ts)
+   * run in the read's transaction just before the statement, in the read's first message. Its first row
+   * goes to `onRow`. When it fails, the statement does not run and the read fails with its error, marked
+   * `inPreCheck: true`.
+   */
+  preCheck?: { sql: string; onRow(row: Record<string, unknown>): void };
 }
 
 export interface QueryResult {
