@@ -8,8 +8,15 @@ export function useRoute(): string[] {
   const read = () => parseHash(location.hash);
   const [route, setRoute] = useState(read);
   useEffect(() => {
-    const on = () => setRoute(read());
+    const on = () =>
+      setRoute((old) => {
+        const now = read();
+        return JSON.stringify(now) === JSON.stringify(old) ? old : now;
+      });
     addEventListener('hashchange', on);
+    // A hash changed between the first render and this subscription (a link followed while the
+    // shell mounts after sign-in) fired no event here: read it once now.
+    on();
     return () => removeEventListener('hashchange', on);
   }, []);
   return route;

@@ -390,3 +390,24 @@ test('Workflows: runs past one page are paged', async ({ adminPage: page, server
   await expect(runs.getByRole('listitem')).toHaveCount(1);
   expect((await s.call('DELETE', `/workflows/${id}`)).status).toBe(200);
 });
+
+test('a link followed while the console mounts after sign-in is the page shown (the route reads the hash when it starts listening)', async ({
+  page,
+  server: s,
+}) => {
+  const demo = await demoConnection(s);
+  // The moment the signed-in shell's navigation is in the document (before its effects run), the hash
+  // moves to the demo connection, as a link followed during that first render would.
+  await page.evaluate((target) => {
+    const seen = new MutationObserver(() => {
+      if (!document.querySelector('nav[aria-label="Main"]')) return;
+      seen.disconnect();
+      location.hash = target;
+    });
+    seen.observe(document.body, { childList: true, subtree: true });
+  }, `#/connections/${demo.id}`);
+  await signIn(page, s.adminKey);
+  await expect(page).toHaveURL(new RegExp(`#/connections/${demo.id}$`));
+  await expect(page.getByRole('button', { name: 'Test connection' })).toBeVisible();
+  await expect(page.getByRole('link', { name: 'Connections' })).toHaveAttribute('aria-current', 'page');
+});
