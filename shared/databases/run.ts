@@ -7,6 +7,7 @@
  */
 
 import { assertPgCallsAllowed } from '../guard/postgres-catalog';
+import type { PgCalls } from '../guard/postgres-grammar';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
 import {
@@ -20,6 +21,7 @@ import {
 import { dbDeadlines } from './drivers/deadline';
 import { driverFor } from './drivers/index';
 import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
+import { judgedCalls, judgeReads, type ReadCover, type ReadJudgement } from './read-set';
 
 export const QUERY_DEFAULTS = {
   maxRows: 1000,
@@ -43,10 +45,15 @@ export function resolveOptions(opts: Partial<QueryOptions>): QueryOptions {
   return { ...opts, maxRows, timeoutMs, maxBytes };
 }
 
+/**
+ * `cover`: the names the read was judged on with others (judgeReadSet); used only when it holds every
+ * name of this statement (read-set.ts: the monotone subset rule), the statement's own otherwise.
+ */
 export async function runReadOnly(
   target: ConnectionTarget,
   text: string,
   opts: Partial<QueryOptions> = {},
+  cover?: ReadCover,
 ): Promise<QueryResult> {
   const statement = await verifyRead(target.type, text, { allowedFunctions: target.allowedFunctions });
   const options = {
@@ -59,10 +66,29 @@ export async function runReadOnly(
   const deadline = Date.now() + options.timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
   if (statement.pg)
-    await assertPgCallsAllowed(target, statement.pg, (sql, o) =>
+    await assertPgCallsAllowed(target, judgedCalls(statement.pg, cover), (sql, o) =>
       catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
     );
   return runChecked(target, text, { ...options, timeoutMs: left() });
+}
+
+/**
+ * Judges several reads of `target` ahead of running them (read-set.ts): on PostgreSQL, few catalog
+ * lookups for all (one when all are allowed), each spending from one deadline of `timeoutMs`. Pass a
+ * judgement's `cover` to runReadOnly; a refused statement need not be run.
+ */
+export function judgeReadSet(
+  target: ConnectionTarget,
+  texts: string[],
+  opts: { timeoutMs: number },
+): Promise<ReadJudgement[]> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const left = () => Math.max(1, deadline - Date.now());
+  return judgeReads(target, texts, (calls: PgCalls) =>
+    assertPgCallsAllowed(target, calls, (sql, o) =>
+      catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
+    ),
+  );
 }
 
 /**
