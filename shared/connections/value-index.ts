@@ -19,9 +19,10 @@ import { logger } from '../platform/logger';
  * catalog lookup runs once (per READS_PER_VERDICT tables) instead of once per table; a statement whose
  * names are a subset of an allowed union is allowed (the monotone subset rule), and a refused union is
  * split until the refused tables are found, which are skipped (counted in `stats.refused`) while the
- * others are sampled. Nothing is read that runReadOnly would refuse as a read of its own. Eligible: text-typed columns whose name does not look like a
- * secret or personal identifier (secretName) and that no annotation excludes (`sampleValues: false`
- * on the column, or on the table for all its columns). Never read: every other column.
+ * others are sampled. Nothing is read that runReadOnly would refuse as a read of its own.
+ * Eligible: text-typed columns whose name does not look like a secret or personal identifier
+ * (secretName) and that no annotation excludes (`sampleValues: false` on the column, or on the table
+ * for all its columns). Never read: every other column.
  * What is kept: per column, the distinct values seen when there are at most VALUES_PER_COLUMN of them
  * (a low-cardinality column: categories, codes, names of a few dozen things), each of at most
  * VALUE_MAX_CHARS characters, with control characters removed; nothing of a column with more.
@@ -308,12 +309,12 @@ export async function sampleValues(
   }
   // Unions refused since they were judged (the catalog changed meanwhile): their reads are judged alone.
   const stale = new Set<ReadCover>();
-  const read = (w: (typeof queue)[number], left: number) =>
+  const read = (w: (typeof queue)[number], left: number, cover: ReadCover | undefined) =>
     runReadOnly(
       target,
       w.text,
       { maxRows: SAMPLE_ROWS, maxBytes: QUERY_MAX_BYTES, timeoutMs: Math.min(QUERY_TIMEOUT_MS, left) },
-      w.cover && !stale.has(w.cover) ? w.cover : undefined,
+      cover,
     );
   const one = async (w: (typeof queue)[number]) => {
     const left = totalMs - (Date.now() - started);
@@ -321,14 +322,15 @@ export async function sampleValues(
     if (index.stats.chars >= TOTAL_CHARS) return stop('size');
     let rows: Record<string, unknown>[];
     try {
+      const cover = w.cover && !stale.has(w.cover) ? w.cover : undefined;
       try {
-        rows = (await read(w, left)).rows;
+        rows = (await read(w, left, cover)).rows;
       } catch (e) {
         // The catalog changed since the union was judged and the union is now refused: the table's own
         // read is judged alone (as any read), so a newly refused neighbour does not hide it.
-        if (!w.cover || stale.has(w.cover) || !isAppError(e) || e.code !== 'READ_ONLY_VIOLATION') throw e;
-        stale.add(w.cover);
-        rows = (await read(w, Math.max(50, totalMs - (Date.now() - started)))).rows;
+        if (!cover || !isAppError(e) || e.code !== 'READ_ONLY_VIOLATION') throw e;
+        stale.add(cover);
+        rows = (await read(w, Math.max(50, totalMs - (Date.now() - started)), undefined)).rows;
       }
     } catch (e) {
       if (isAppError(e) && e.code === 'READ_ONLY_VIOLATION')

@@ -144,4 +144,28 @@ describe('value sampling: catalog lookups and refused tables', () => {
     await runReadOnly(target, 'SELECT label FROM public.region_02', {}, ok.cover);
     expect(lookups).toBe(0);
   });
+
+  it('judges a union again when the catalog changes after it was judged', async () => {
+    const texts = ['region_03', 'region_04'].map((t) => `SELECT label FROM public.${t}`);
+    const [first] = await judgeReadSet(target, texts, { timeoutMs: 30_000 });
+    if (!first.ok || !first.cover) throw new Error('region_03 was not judged');
+    await postgresAdmin(
+      info,
+      DB,
+      `ALTER TABLE region_04 ENABLE ROW LEVEL SECURITY;
+       CREATE POLICY late ON region_04 FOR SELECT USING (public.owner_visible(label));`,
+    );
+    try {
+      // The union now reaches the new policy: refused before region_03 is read, as the union was judged
+      // afresh; region_03 judged alone is still allowed.
+      await expect(runReadOnly(target, texts[0], {}, first.cover)).rejects.toThrow(/policy late/);
+      await expect(runReadOnly(target, texts[0])).resolves.toMatchObject({ rowCount: expect.any(Number) });
+    } finally {
+      await postgresAdmin(
+        info,
+        DB,
+        'DROP POLICY late ON region_04; ALTER TABLE region_04 DISABLE ROW LEVEL SECURITY',
+      );
+    }
+  });
 });
