@@ -1,5 +1,7 @@
 import type { ConnectionTarget, DbType, TableInfo } from '../databases/drivers/types';
-import { runReadOnly } from '../databases/run';
+import type { ReadCover } from '../databases/read-set';
+import { judgeReadSet, runReadOnly } from '../databases/run';
+import { isAppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 
 /**
@@ -12,9 +14,15 @@ import { logger } from '../platform/logger';
  * VALUE_MAX_CHARS + 1 characters by the database, of the first SAMPLE_ROWS rows:
  *   SELECT substr("col", 1, 65) AS "v0", … FROM "schema"."table" LIMIT 1000
  * (SUBSTRING/TOP on SQL Server, SUBSTR on MySQL/MariaDB; on MongoDB a find with a projection of the
- * string fields). Views are not read. Eligible: text-typed columns whose name does not look like a
- * secret or personal identifier (secretName) and that no annotation excludes (`sampleValues: false`
- * on the column, or on the table for all its columns). Never read: every other column.
+ * string fields). Views are not read. Judged like any read, but together (databases/read-set.ts): the
+ * statements of all tables sampled are judged ahead as one union, so the PostgreSQL function rule's
+ * catalog lookup runs once (per READS_PER_VERDICT tables) instead of once per table; a statement whose
+ * names are a subset of an allowed union is allowed (the monotone subset rule), and a refused union is
+ * split until the refused tables are found, which are skipped (counted in `stats.refused`) while the
+ * others are sampled. Nothing is read that runReadOnly would refuse as a read of its own.
+ * Eligible: text-typed columns whose name does not look like a secret or personal identifier
+ * (secretName) and that no annotation excludes (`sampleValues: false` on the column, or on the table
+ * for all its columns). Never read: every other column.
  * What is kept: per column, the distinct values seen when there are at most VALUES_PER_COLUMN of them
  * (a low-cardinality column: categories, codes, names of a few dozen things), each of at most
  * VALUE_MAX_CHARS characters, with control characters removed; nothing of a column with more.
@@ -96,6 +104,8 @@ export interface ValueIndex {
     columnsKept: number;
     chars: number;
     failures: number;
+    /** Tables skipped because the guard refuses their read (owner code a read of them would run); also in `failures`. */
+    refused?: number;
     /** Why sampling stopped early, when it did (`time`, `size`, `tables`). */
     stoppedBy: string | null;
   };
@@ -238,35 +248,94 @@ export async function sampleValues(
   const index: ValueIndex = {
     sampledAt: (opts.now ?? (() => new Date().toISOString()))(),
     columns: [],
-    stats: { tablesRead: 0, columnsRead: 0, columnsKept: 0, chars: 0, failures: 0, stoppedBy: null },
+    stats: {
+      tablesRead: 0,
+      columnsRead: 0,
+      columnsKept: 0,
+      chars: 0,
+      failures: 0,
+      refused: 0,
+      stoppedBy: null,
+    },
   };
   const work = tables
     .map((t) => ({ table: t, columns: eligibleColumns(t, notes) }))
     .filter((w) => w.columns.length > 0);
   if (work.length > SAMPLE_MAX_TABLES) index.stats.stoppedBy = 'tables';
-  const queue = work.slice(0, SAMPLE_MAX_TABLES);
+  const queue = work.slice(0, SAMPLE_MAX_TABLES).map((w) => ({
+    ...w,
+    text: valueSampleQuery(target.type, w.table, w.columns),
+    cover: undefined as ReadCover | undefined,
+  }));
   const stop = (why: string) => {
     index.stats.stoppedBy ??= why;
   };
+  const failed = (w: (typeof queue)[number], e: unknown) => {
+    index.stats.failures++;
+    logger().warn('value index: sampling a table failed', {
+      connectionId: target.id,
+      table: w.table.name,
+      error: (e as Error).message,
+    });
+  };
+  // Judged together, ahead: few catalog lookups for all tables (read-set.ts); the refused are skipped.
+  let judged = queue;
+  if (queue.length && totalMs >= 50) {
+    let verdicts: Awaited<ReturnType<typeof judgeReadSet>> | undefined;
+    try {
+      verdicts = await judgeReadSet(
+        target,
+        queue.map((w) => w.text),
+        { timeoutMs: totalMs - (Date.now() - started) },
+      );
+    } catch (e) {
+      // Could not judge ahead (connection failure): each read is judged as it runs, and fails alike.
+      logger().warn('value index: judging the sampling reads failed', {
+        connectionId: target.id,
+        error: (e as Error).message,
+      });
+    }
+    if (verdicts)
+      judged = queue.filter((w, i) => {
+        const v = verdicts[i];
+        if (v.ok) {
+          w.cover = v.cover;
+          return true;
+        }
+        index.stats.refused = (index.stats.refused ?? 0) + 1;
+        failed(w, v.error);
+        return false;
+      });
+  }
+  // Unions refused since they were judged (the catalog changed meanwhile): their reads are judged alone.
+  const stale = new Set<ReadCover>();
+  const read = (w: (typeof queue)[number], left: number, cover: ReadCover | undefined) =>
+    runReadOnly(
+      target,
+      w.text,
+      { maxRows: SAMPLE_ROWS, maxBytes: QUERY_MAX_BYTES, timeoutMs: Math.min(QUERY_TIMEOUT_MS, left) },
+      cover,
+    );
   const one = async (w: (typeof queue)[number]) => {
     const left = totalMs - (Date.now() - started);
     if (left < 50) return stop('time');
     if (index.stats.chars >= TOTAL_CHARS) return stop('size');
     let rows: Record<string, unknown>[];
     try {
-      const r = await runReadOnly(target, valueSampleQuery(target.type, w.table, w.columns), {
-        maxRows: SAMPLE_ROWS,
-        maxBytes: QUERY_MAX_BYTES,
-        timeoutMs: Math.min(QUERY_TIMEOUT_MS, left),
-      });
-      rows = r.rows;
+      const cover = w.cover && !stale.has(w.cover) ? w.cover : undefined;
+      try {
+        rows = (await read(w, left, cover)).rows;
+      } catch (e) {
+        // The catalog changed since the union was judged and the union is now refused: the table's own
+        // read is judged alone (as any read), so a newly refused neighbour does not hide it.
+        if (!cover || !isAppError(e) || e.code !== 'READ_ONLY_VIOLATION') throw e;
+        stale.add(cover);
+        rows = (await read(w, Math.max(50, totalMs - (Date.now() - started)), undefined)).rows;
+      }
     } catch (e) {
-      index.stats.failures++;
-      logger().warn('value index: sampling a table failed', {
-        connectionId: target.id,
-        table: w.table.name,
-        error: (e as Error).message,
-      });
+      if (isAppError(e) && e.code === 'READ_ONLY_VIOLATION')
+        index.stats.refused = (index.stats.refused ?? 0) + 1;
+      failed(w, e);
       return;
     }
     index.stats.tablesRead++;
@@ -292,8 +361,8 @@ export async function sampleValues(
   };
   let next = 0;
   await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
-      while (next < queue.length) await one(queue[next++]);
+    Array.from({ length: Math.min(CONCURRENCY, judged.length) }, async () => {
+      while (next < judged.length) await one(judged[next++]);
     }),
   );
   // Stable order whatever the concurrency: as the schema lists the tables.

@@ -7,6 +7,7 @@
  */
 
 import { assertPgCallsAllowed, pgReadCheck } from '../guard/postgres-catalog';
+import type { PgCalls } from '../guard/postgres-grammar';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
 import {
@@ -20,6 +21,7 @@ import {
 import { dbDeadlines } from './drivers/deadline';
 import { driverFor } from './drivers/index';
 import type { ConnectionTarget, QueryOptions, QueryResult } from './drivers/types';
+import { judgedCalls, judgeReads, type ReadCover, type ReadJudgement } from './read-set';
 
 export const QUERY_DEFAULTS = {
   maxRows: 1000,
@@ -49,10 +51,15 @@ export function resolveOptions(opts: Partial<QueryOptions>): QueryOptions {
  */
 const CATALOG_ATTEMPTS = 4;
 
+/**
+ * `cover`: the names the read was judged on with others (judgeReadSet); used only when it holds every
+ * name of this statement (read-set.ts: the monotone subset rule), the statement's own otherwise.
+ */
 export async function runReadOnly(
   target: ConnectionTarget,
   text: string,
   opts: Partial<QueryOptions> = {},
+  cover?: ReadCover,
 ): Promise<QueryResult> {
   const statement = await verifyRead(target.type, text, { allowedFunctions: target.allowedFunctions });
   const options = {
@@ -65,7 +72,7 @@ export async function runReadOnly(
   const deadline = Date.now() + options.timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
   if (!statement.pg) return runChecked(target, text, { ...options, timeoutMs: left() });
-  const pg = statement.pg;
+  const pg = judgedCalls(statement.pg, cover);
   for (let attempt = 1; ; attempt++) {
     // A remembered verdict costs no query here: the read's own transaction checks the catalog
     // (guard/postgres-catalog.ts pgReadCheck), and fails before the statement when it changed.
@@ -91,6 +98,25 @@ export async function runReadOnly(
 
 /** The read's catalog check failed (the server was written to, or its catalog changed): the statement did not run. */
 class CatalogChanged extends Error {}
+
+/**
+ * Judges several reads of `target` ahead of running them (read-set.ts): on PostgreSQL, few catalog
+ * lookups for all (one when all are allowed), each spending from one deadline of `timeoutMs`. Pass a
+ * judgement's `cover` to runReadOnly; a refused statement need not be run.
+ */
+export function judgeReadSet(
+  target: ConnectionTarget,
+  texts: string[],
+  opts: { timeoutMs: number },
+): Promise<ReadJudgement[]> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const left = () => Math.max(1, deadline - Date.now());
+  return judgeReads(target, texts, (calls: PgCalls) =>
+    assertPgCallsAllowed(target, calls, (sql, o) =>
+      catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
+    ),
+  );
+}
 
 /**
  * classifyStatement with the connection's function rule applied too: a read calling a function the
