@@ -20,7 +20,10 @@ function run(cmd, args, env = {}) {
 }
 
 const read = (file) => (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined);
-const took = (s) => (s >= 60 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.round(s)} s`);
+const took = (seconds) => {
+  const s = Math.round(seconds); // whole seconds first: 599.6 s is "10 min 0 s", never "9 min 60 s"
+  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+};
 
 /** The summary line of a vitest JSON report (a file whose hook failed counts, though its tests are skipped). */
 export function vitestLine(report, seconds) {
