@@ -127,7 +127,13 @@ describe('npm test (test/run.mjs)', () => {
 describe('summary lines', () => {
   it('round wall time to whole seconds before splitting minutes (599.6 s is 10 min 0 s)', async () => {
     const { vitestLine, playwrightLine } = await import('../run.mjs');
-    const report = { numPassedTests: 1, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, testResults: [] };
+    const report = {
+      numPassedTests: 1,
+      numFailedTests: 0,
+      numPendingTests: 0,
+      numTodoTests: 0,
+      testResults: [],
+    };
     expect(vitestLine(report, 599.6)).toBe('vitest: 1 passed, 0 failed, 0 skipped (10 min 0 s)');
     expect(vitestLine(report, 59.7)).toBe('vitest: 1 passed, 0 failed, 0 skipped (1 min 0 s)');
     const pw = { stats: { expected: 2, unexpected: 0, skipped: 0, flaky: 0 } };
