@@ -1,7 +1,6 @@
 import type { ConnectionTarget, DbType, TableInfo } from '../databases/drivers/types';
-import type { ReadCover } from '../databases/read-set';
+import { type ReadCover, refusedByGuard } from '../databases/read-set';
 import { judgeReadSet, runReadOnly } from '../databases/run';
-import { isAppError } from '../platform/errors';
 import { logger } from '../platform/logger';
 
 /**
@@ -328,13 +327,12 @@ export async function sampleValues(
       } catch (e) {
         // The catalog changed since the union was judged and the union is now refused: the table's own
         // read is judged alone (as any read), so a newly refused neighbour does not hide it.
-        if (!cover || !isAppError(e) || e.code !== 'READ_ONLY_VIOLATION') throw e;
+        if (!cover || !refusedByGuard(e)) throw e;
         stale.add(cover);
         rows = (await read(w, Math.max(50, totalMs - (Date.now() - started)), undefined)).rows;
       }
     } catch (e) {
-      if (isAppError(e) && e.code === 'READ_ONLY_VIOLATION')
-        index.stats.refused = (index.stats.refused ?? 0) + 1;
+      if (refusedByGuard(e)) index.stats.refused = (index.stats.refused ?? 0) + 1;
       failed(w, e);
       return;
     }

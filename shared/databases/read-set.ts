@@ -62,7 +62,8 @@ export function judgedCalls(calls: PgCalls, cover: ReadCover | undefined): PgCal
 /** The catalog check of runReadOnly (assertPgCallsAllowed on the connection), injected by run.ts. */
 export type CatalogCheck = (calls: PgCalls) => Promise<void>;
 
-const refusedByGuard = (e: unknown): e is AppError =>
+/** The guard's refusal of a read (400 READ_ONLY_VIOLATION), as opposed to a failure to run it. */
+export const refusedByGuard = (e: unknown): e is AppError =>
   e instanceof AppError && e.code === 'READ_ONLY_VIOLATION';
 
 /**
