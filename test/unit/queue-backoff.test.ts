@@ -173,6 +173,8 @@ describe('the local runtime picks up work without polling for it', () => {
           { n: 1, count: '1' },
         ]),
       );
+      // The last delivery's message is deleted after its handler returns: wait for that, then none is left.
+      await waitFor('the queue emptied', async () => (await rt.queue.pending(d.name)).length === 0, 20_000);
       expect(await rt.queue.pending(d.name)).toEqual([]);
     } finally {
       await rt.stop();
