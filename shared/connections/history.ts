@@ -155,27 +155,48 @@ const outcomesOf = (orgId: string, connectionId: string) => `query-outcome#${org
 export const outcomeLostAfterMs = () => config().LOUPE_DB_STATEMENT_TIMEOUT_MS + 60_000;
 
 /**
- * Starts the entry of a number taken with claimQueryNumber: its PutItem (everything but the outcome) is
- * sent now, to run alongside the statement. `close` takes the outcome: it waits until that entry is
- * stored (usually long done: it started with the statement), then sends the outcome as one UpdateItem
- * that the answer does not wait for. If the entry could not be stored, `close` writes it whole, outcome
- * included, before the answer. Failures are logged, never thrown (the query's answer does not depend on
- * its history).
+ * How long a read waits for its statement before writing its entry without the outcome
+ * (LOUPE_HISTORY_OPEN_AFTER_MS; unset: 0 in AWS, 250 ms locally).
+ */
+function openAfterMs(): number {
+  const cfg = config();
+  return cfg.LOUPE_HISTORY_OPEN_AFTER_MS ?? (cfg.runtime === 'aws' ? 0 : 250);
+}
+
+/**
+ * Starts the entry of a number taken with claimQueryNumber. Its PutItem (everything but the outcome) is
+ * sent to run alongside the statement: at once in AWS, and locally once the statement has run for
+ * `openAfterMs()` (a local store call costs CPU on this thread, not a round trip). `close` takes the
+ * outcome:
+ *  - the entry was stored (usually long done): the outcome is sent as one UpdateItem that the answer does
+ *    not wait for;
+ *  - the entry was not sent yet (the statement ended first) or could not be stored: the entry is written
+ *    whole, outcome included, before the answer (one store call instead of two).
+ * Either way an answered execution is recorded before its answer leaves. Failures are logged, never
+ * thrown (the query's answer does not depend on its history).
  */
 export function openQueryRecord(orgId: string, connectionId: string, sequence: number, start: QueryStart) {
   const pk = connPk(orgId, connectionId);
   const sk = entrySk(sequence);
   const opened = { id: newId(), sequence, createdAt: nowIso(), ...start };
-  const stored = db.put({ pk, sk, kind: 'query', ...opened }).then(
-    () => true,
-    (e: unknown) => {
-      logger().error('Recording query history failed', { connectionId, error: (e as Error).message });
-      return false;
-    },
-  );
+  let stored: Promise<boolean> | undefined;
+  const open = () => {
+    stored ??= db.put({ pk, sk, kind: 'query', ...opened }).then(
+      () => true,
+      (e: unknown) => {
+        logger().error('Recording query history failed', { connectionId, error: (e as Error).message });
+        return false;
+      },
+    );
+  };
+  const wait = openAfterMs();
+  let timer: NodeJS.Timeout | undefined;
+  if (wait <= 0) open();
+  else timer = setTimeout(open, wait);
   return {
     async close(outcome: QueryOutcome): Promise<void> {
-      if (await stored) {
+      clearTimeout(timer);
+      if (stored && (await stored)) {
         afterAnswer(
           outcomesOf(orgId, connectionId),
           'Recording a query outcome',

@@ -104,6 +104,14 @@ const Env = z.object({
    * reads need them). The default does not cap 16 concurrent clients.
    */
   LOUPE_DB_POOL_SIZE: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(200)), 20),
+  /**
+   * How long a read waits for its statement before writing its history entry without the outcome
+   * (docs/internals/read-path.md). A statement that ends first has its entry written once, outcome included,
+   * before the answer: one store call instead of two. Unset: 0 in AWS (the entry is written alongside the
+   * statement, as a DynamoDB round trip costs time, not CPU), 250 ms locally (a store call of the local
+   * runtime costs CPU on the same thread, not a round trip).
+   */
+  LOUPE_HISTORY_OPEN_AFTER_MS: z.optional(z.coerce.number().check(z.int(), z.gte(0), z.lte(60_000))),
   /** POST /connections/{id}/test and health checks: connect and one round trip. */
   LOUPE_DB_TEST_TIMEOUT_MS: z._default(z.coerce.number().check(z.int(), z.gte(1000), z.lte(25_000)), 15_000),
   /**

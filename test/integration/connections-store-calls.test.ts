@@ -12,33 +12,12 @@ import { db } from '../../shared/platform/db/store';
 import { placeSqlite, postgresConnection } from '../support/connections';
 import { mcpPost } from '../support/mcp';
 import { startTestServer, type TestServer } from '../support/server';
+import { describeCommand } from '../support/store-commands';
 
 /** Start the calls of a test early in a minute, so that they share one rate-limit window. */
 async function earlyInWindow() {
   const left = 60_000 - (Date.now() % 60_000);
   if (left < 15_000) await new Promise((r) => setTimeout(r, left + 50));
-}
-
-/**
- * Every store command the requests of this organization make, as `<command> <item>`: the key lookup
- * (KEYHASH), the connection item (CONN), a history entry (QH#), the rate-limit window (RATE), ... The local
- * runtime's queue and scheduler poll the same store meanwhile; their partitions are left out.
- */
-function describeCommand(orgId: string, operation: string, sent: unknown) {
-  const input = sent as {
-    Key?: { pk: string; sk: string };
-    Item?: { pk: string; sk: string };
-    ExpressionAttributeValues?: Record<string, unknown>;
-  };
-  const pk = input.Key?.pk ?? input.Item?.pk ?? String(input.ExpressionAttributeValues?.[':pk'] ?? '');
-  const sk = input.Key?.sk ?? input.Item?.sk ?? '';
-  if (!pk.startsWith('KEYHASH#') && !pk.startsWith(`ORG#${orgId}`)) return undefined;
-  const item = pk.startsWith('KEYHASH#')
-    ? 'KEYHASH'
-    : sk
-      ? sk.split('#')[0]
-      : `${pk.split('#')[2] ?? 'ORG'} partition`;
-  return `${operation.replace(/Item$/, '')} ${item}`;
 }
 
 /** A store command the test holds until it is released (see `hold`). */
@@ -102,7 +81,9 @@ describe('store calls on the read path (one round trip before the statement, non
     const d = new DatabaseSync(file);
     d.exec('CREATE TABLE items (id INTEGER PRIMARY KEY); INSERT INTO items VALUES (1), (2);');
     d.close();
-    s = await startTestServer();
+    // The entry written alongside the statement, as in AWS (LOUPE_HISTORY_OPEN_AFTER_MS 0). The local
+    // default (the entry written once when the statement ends first) is test/integration/history-single-write.test.ts.
+    s = await startTestServer({ env: { LOUPE_HISTORY_OPEN_AFTER_MS: '0' } });
     const client = documentClient();
     const original = client.send.bind(client);
     send = vi.spyOn(client, 'send').mockImplementation(async (operation, input) => {
