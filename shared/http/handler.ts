@@ -1,10 +1,10 @@
-import middy, { type MiddlewareObj } from '@middy/core';
+import middy from '@middy/core';
 import { AppError } from '../platform/errors';
-import { addLogContext, resetLogKeys } from '../platform/logger';
 import { envelope } from './envelope';
 import { auth } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { errorEnvelope } from './middleware/errors';
+import { lambdaContext } from './middleware/log-context';
 import { discoveryRateLimit, orgRateLimit } from './middleware/rate-limit';
 import { requestContext } from './middleware/request-context';
 import { router } from './middleware/router';
@@ -34,18 +34,6 @@ export function httpHandler(routes: Route[], opts: { streaming?: boolean } = {})
     .handler(async (event) =>
       dispatch(requestOf(event as object), !!opts.streaming),
     ) as unknown as HttpHandler;
-}
-
-/**
- * The Lambda context on the current invocation's log lines (Powertools' injectLambdaContext would bind
- * the logger at load time); the keys end with the invocation.
- */
-function lambdaContext(): MiddlewareObj {
-  return {
-    before: (request) => addLogContext(request.context),
-    after: () => resetLogKeys(),
-    onError: () => resetLogKeys(),
-  };
 }
 
 /** API Gateway's integration timeout for a buffered (non-streaming) answer. */

@@ -1,8 +1,8 @@
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy, { type MiddlewareObj } from '@middy/core';
 import { auth } from '../http/middleware/auth';
 import { MAX_BODY_BYTES } from '../http/middleware/body';
 import { errorEnvelope } from '../http/middleware/errors';
+import { lambdaContext } from '../http/middleware/log-context';
 import { requestContext } from '../http/middleware/request-context';
 import { router } from '../http/middleware/router';
 import { type HttpHandler, type HttpRequest, requestOf } from '../http/middleware/state';
@@ -10,7 +10,6 @@ import { hitSharedLimit } from '../http/rate-limit';
 import { on } from '../http/route';
 import { config } from '../platform/config';
 import { type AppError, isAppError, payloadTooLarge } from '../platform/errors';
-import { logger } from '../platform/logger';
 import { mcpEndpoint } from './api';
 
 /**
@@ -55,7 +54,7 @@ const MAX_COUNTED = 101;
  */
 export function mcpHandler(): HttpHandler {
   return middy()
-    .use(injectLambdaContext(logger(), { resetKeys: true }))
+    .use(lambdaContext())
     .use(requestContext())
     .use(errorEnvelope())
     .use(router([route]))
