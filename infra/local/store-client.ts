@@ -30,9 +30,12 @@ const { withDurableStorage } = require('./durable-level.cjs') as {
 };
 require('./dynalite-iterators.cjs'); // closes the iterators dynalite leaves open (see the file)
 require('./dynalite-expressions.cjs'); // keeps parsed expressions instead of parsing them on every call
+// dynalite's type checks with each descriptor read once (same results, errors and mutations; see the file).
+const { checkTypes } = require('./dynalite-types.cjs') as {
+  checkTypes(data: unknown, types: unknown): Record<string, unknown>;
+};
 const dynaliteDb = require('dynalite/db') as { create(options: Record<string, unknown>): DynaliteStore };
 const validations = require('dynalite/validations') as {
-  checkTypes(data: unknown, types: unknown): Record<string, unknown>;
   checkValidations(data: unknown, types: unknown, custom: unknown, store: DynaliteStore): void;
 };
 
@@ -176,7 +179,7 @@ function directCall(store: DynaliteStore, tables: Map<string, DynaliteTable>): S
       }
       let data: Record<string, unknown>;
       try {
-        data = validations.checkTypes(input, a.types);
+        data = checkTypes(input, a.types);
         validations.checkValidations(data, a.types, a.custom, store);
       } catch (e) {
         const err = e as Error & Partial<StoreFailure>;
