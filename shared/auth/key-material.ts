@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 export const KEY_PATTERN = /^lp_[0-9A-Za-z]{40,}$/;
@@ -14,6 +14,7 @@ export function generateKey(): string {
   return `lp_${out}`;
 }
 
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+/** SHA-256 of the key, hex (the one-shot `crypto.hash`: no Hash object per request). */
+export const hashKey = (key: string): string => hash('sha256', key, 'hex');
 export const keyPrefix = (key: string): string => key.slice(0, 11);
 export const looksLikeKey = (key: string): boolean => KEY_PATTERN.test(key);

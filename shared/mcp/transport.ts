@@ -4,10 +4,6 @@ import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
   type JSONRPCErrorResponse,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
@@ -40,6 +36,14 @@ export interface McpAnswer {
 
 type Reply = JSONRPCResultResponse | JSONRPCErrorResponse;
 
+// Kinds of message, told apart by their members. Only for messages already checked: the callers' by
+// JSONRPCMessageSchema (a union of four strict schemas: a request has `method` and `id`, a notification
+// `method` and no `id`, a reply `result` or `error`), the server's own replies by the SDK. The SDK's
+// guards (isJSONRPCRequest, …) parse the message with zod again, the result's content included.
+const isRequest = (m: JSONRPCMessage) => 'method' in m && 'id' in m;
+const isNotification = (m: JSONRPCMessage) => 'method' in m && !('id' in m);
+const isReply = (m: JSONRPCMessage): m is Reply => 'result' in m || 'error' in m;
+
 /**
  * The transport of this instance's one SDK Server. Every HTTP exchange hands its messages to the server
  * through it: each request gets an id unique in this instance (so that callers sending the same ids never
@@ -61,8 +65,7 @@ class InstanceTransport implements Transport {
    * have nowhere to go in stateless JSON mode (no SSE stream), as with the SDK's own transport: dropped.
    */
   async send(message: JSONRPCMessage): Promise<void> {
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
-    if (message.id === undefined) return;
+    if (!isReply(message) || message.id === undefined) return;
     const deliver = this.waiting.get(message.id);
     if (!deliver) return;
     this.waiting.delete(message.id);
@@ -73,7 +76,7 @@ class InstanceTransport implements Transport {
   dispatch(messages: JSONRPCMessage[], extra: MessageExtraInfo): Promise<Reply[]> {
     const replies: Promise<Reply>[] = [];
     for (const message of messages) {
-      if (isJSONRPCRequest(message)) {
+      if (isRequest(message)) {
         const id = `loupe-${++this.next}`;
         const original = message.id;
         replies.push(
@@ -93,7 +96,8 @@ class InstanceTransport implements Transport {
  * caller's call in this instance's numbering: one caller must never cancel another's), nor do the
  * client's replies (this server sends no requests, so they answer nothing).
  */
-const forwarded = (m: JSONRPCMessage) => isJSONRPCNotification(m) && m.method !== 'notifications/cancelled';
+const forwarded = (m: JSONRPCMessage) =>
+  isNotification(m) && (m as { method: string }).method !== 'notifications/cancelled';
 
 let instance: Promise<{ server: Server; transport: InstanceTransport }> | undefined;
 
@@ -178,7 +182,7 @@ export async function exchange(x: McpExchange): Promise<McpAnswer> {
     }
     const { transport } = await serverOfInstance();
     const extra: MessageExtraInfo = { authInfo: authInfoOf({ ctx: x.ctx, limited: x.limited }) };
-    if (!messages.some(isJSONRPCRequest)) {
+    if (!messages.some(isRequest)) {
       transport.dispatch(messages, extra);
       return { status: 202, headers: {}, body: '' };
     }
