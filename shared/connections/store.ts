@@ -85,10 +85,8 @@ export function healthIndex(
     : { gsi1pk: undefined, gsi1sk: undefined };
 }
 
-export const connectionFromItem = (item: Item): ConnectionRecord => {
-  const { kind: _kind, ...rest } = strip(item);
-  return rest as unknown as ConnectionRecord;
-};
+export const connectionFromItem = (item: Item): ConnectionRecord =>
+  strip(item, 'kind') as unknown as ConnectionRecord;
 
 export const connectionStore = {
   async create(rec: ConnectionRecord): Promise<void> {
