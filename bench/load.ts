@@ -164,12 +164,17 @@ export const load: BenchModule = {
             body: JSON.stringify({
               name: 'Bench PostgreSQL',
               type: 'POSTGRES',
-              ...pgOptions,
+              host: pgOptions.host,
+              port: pgOptions.port,
+              database: pgOptions.database,
               username: pgOptions.user,
+              password: pgOptions.password,
             }),
           });
-          const body = (await created.json()) as { data: { id: string } };
-          if (created.status !== 201) throw new Error(`create connection answered ${created.status}`);
+          const text = await created.text();
+          if (created.status !== 201)
+            throw new Error(`create connection answered ${created.status}: ${text}`);
+          const body = JSON.parse(text) as { data: { id: string } };
           const url = `${app.url}/connections/${body.data.id}/query`;
 
           const main0 = process.threadCpuUsage();

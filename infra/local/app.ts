@@ -43,7 +43,7 @@ export interface LocalOptions {
   /**
    * Handler instances, each in a worker thread with its own module-level caches as a Lambda instance
    * (instances.ts); 0 runs the handlers in this thread. Default: LOUPE_LOCAL_INSTANCES, else
-   * `defaultInstances()` (one per core above 2 cores, else 0).
+   * `defaultInstances()` (one per core above 2 cores, one on 2 cores, none on 1).
    * The store, the local queue and scheduler workers and the startup tasks always run in this thread.
    */
   instances?: number;

@@ -10,14 +10,13 @@ import { LOCAL_YOUNG_GENERATION_MB } from './node-flags';
 import { type StoreCall, serveStorePort } from './store-client';
 
 /**
- * Default number of handler instances: one per core, except on 2 cores or fewer, where the handlers run in
- * the main thread (0): there the instances' store hops over MessagePorts cost more CPU per request than
- * they win (bench/load.ts, figures in the README), with PostgreSQL and the clients on the same cores.
+ * Default number of handler instances: one per core above 2 cores; one on 2 cores (its own thread beside
+ * the main thread's store, queue and scheduler: on the quiet 2-core machine it served 925-938 requests/s of
+ * the load bench against 658-669 in the main thread, at less CPU per request, for about 0.15 ms more per
+ * request at 1 client: the store hops over a MessagePort); none on 1 core. Figures in
+ * docs/internals/benchmarks.md.
  */
-export const defaultInstances = () => {
-  const cores = availableParallelism();
-  return cores > 2 ? cores : 0;
-};
+export const defaultInstances = (cores = availableParallelism()) => (cores > 2 ? cores : cores === 2 ? 1 : 0);
 
 export interface Instances {
   port: number;
