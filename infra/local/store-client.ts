@@ -238,12 +238,21 @@ function httpFront(call: StoreCall): Server {
 type PortRequest = { id: number; operation: string; input: Record<string, unknown> };
 type PortReply = { id: number; answer?: StoreAnswer; crash?: string };
 
+// Calls and answers cross the MessagePort as JSON text: both are the DynamoDB JSON protocol's values
+// (binary as base64), and a string is copied whole where an object graph is cloned member by member
+// (the structured clone of each call and answer cost an instance's thread more than the rest of the
+// call's transport).
+
 /** Answers the store calls arriving on `port` (the main thread's side of an instance's channel). */
 export function serveStorePort(port: MessagePort, call: StoreCall): void {
-  port.on('message', (m: PortRequest) => {
+  port.on('message', (text: string) => {
+    const m = JSON.parse(text) as PortRequest;
     call(m.operation, m.input).then(
-      (answer) => port.postMessage({ id: m.id, answer } satisfies PortReply),
-      (e) => port.postMessage({ id: m.id, crash: String((e as Error)?.stack ?? e) } satisfies PortReply),
+      (answer) => port.postMessage(JSON.stringify({ id: m.id, answer } satisfies PortReply)),
+      (e) =>
+        port.postMessage(
+          JSON.stringify({ id: m.id, crash: String((e as Error)?.stack ?? e) } satisfies PortReply),
+        ),
     );
   });
 }
@@ -252,7 +261,8 @@ export function serveStorePort(port: MessagePort, call: StoreCall): void {
 export function portStoreCall(port: MessagePort): StoreCall {
   let next = 0;
   const pending = new Map<number, { resolve(a: StoreAnswer): void; reject(e: Error): void }>();
-  port.on('message', (m: PortReply) => {
+  port.on('message', (text: string) => {
+    const m = JSON.parse(text) as PortReply;
     const p = pending.get(m.id);
     if (!p) return;
     pending.delete(m.id);
@@ -266,6 +276,6 @@ export function portStoreCall(port: MessagePort): StoreCall {
       const id = ++next;
       pending.set(id, { resolve, reject });
       port.ref(); // an outstanding call keeps the thread alive, an idle channel does not
-      port.postMessage({ id, operation, input } satisfies PortRequest);
+      port.postMessage(JSON.stringify({ id, operation, input } satisfies PortRequest));
     });
 }
