@@ -322,6 +322,14 @@ const documents: [string, unknown][] = [
   ['top: boxed string', new String('b')],
 ];
 
+/** A map of many members built one by one, then one deleted (a dictionary-mode object in V8). */
+function manyDeleted() {
+  const m: Record<string, unknown> = {};
+  for (let i = 0; i < 40; i++) m[`k${i}`] = { S: `v${i}` };
+  delete m.k3;
+  return m;
+}
+
 /** Attribute-value maps (unmarshall's input), each with a name. */
 const wireMaps: [string, unknown][] = [
   ['empty', {}],
@@ -410,6 +418,28 @@ const wireMaps: [string, unknown][] = [
   ['no value with bigint', { x: { S: undefined, extra: undefined } }],
   ['__proto__ member', JSON.parse('{"__proto__": {"S": "x"}, "a": {"N": "1"}}')],
   ['__proto__ in M', { m: { M: JSON.parse('{"__proto__": {"M": {"b": {"S": "y"}}}}') } }],
+  [
+    '__proto__ member in the middle',
+    JSON.parse('{"a": {"N": "1"}, "__proto__": {"S": "x"}, "b": {"S": "y"}}'),
+  ],
+  ['symbol-keyed member', { a: { S: 'x' }, [Symbol('s')]: { S: 'y' }, b: { N: '2' } }],
+  ['symbol-keyed member in M', { m: { M: { a: { S: 'x' }, [Symbol('s')]: { S: 'y' } } } }],
+  ['non-enumerable member', Object.defineProperty({ a: { S: 'x' } }, 'hidden', { value: { S: 'h' } })],
+  [
+    'getter member',
+    Object.defineProperty({ a: { S: 'x' } }, 'g', { get: () => ({ N: '7' }), enumerable: true }),
+  ],
+  [
+    'many members (JSON)',
+    JSON.parse(
+      JSON.stringify(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, { N: String(i) }]))),
+    ),
+  ],
+  ['many members, one deleted', manyDeleted()],
+  [
+    'many members, one bad',
+    { ...Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${i}`, { S: 'v' }])), bad: { Z: 1 } },
+  ],
   ['null-prototype map', Object.assign(Object.create(null), { a: { S: 'x' } })],
   ['null-prototype value', { a: Object.assign(Object.create(null), { N: '2' }) }],
   ['inherited type', { a: Object.create({ S: 'inherited' }) }],
@@ -455,6 +485,19 @@ describe('attribute values: the service converter does what @aws-sdk/util-dynamo
     expect(() => unmarshall({ n: { N: '1e20' } })).toThrow(
       "1e20 can't be converted to BigInt. Set options.wrapNumbers to get string value.",
     );
+    // Members are read once each, as util-dynamodb reads them (getters included).
+    for (const convert of [sdkUnmarshall, unmarshall, (d: any) => sdkMarshall(d, SDK_OPTIONS), marshall]) {
+      let reads = 0;
+      const counted = Object.defineProperty({ b: { S: 'x' } }, 'a', {
+        get: () => {
+          reads++;
+          return { S: 'y' };
+        },
+        enumerable: true,
+      });
+      convert(counted as any);
+      expect(reads).toBe(1);
+    }
     const b = new Uint8Array([1]);
     expect(marshall({ b }).b.B).toBe(b);
     expect(unmarshall({ b: { B: b } }).b).toBe(b);

@@ -20,8 +20,9 @@
  * beyond the safe integers (an error when that is not an integer); NS/SS/BS are Sets; B is the same object.
  *
  * Where it can differ (nothing the service passes): NumberValue is recognised by its class's name and
- * method, not `instanceof` (a look-alike class is accepted); tampered built-in prototypes; V8's TypeErrors
- * on malformed input quote variable names, kept as util-dynamodb's here but changed by minification.
+ * method, not `instanceof` (a look-alike class is accepted); tampered built-in prototypes; getters with
+ * side effects inside an attribute value (read as needed, not all first); V8's TypeErrors on malformed
+ * input quote variable names, kept as util-dynamodb's here but changed by minification.
  */
 
 export type AttributeValue = Record<string, any>;
@@ -245,8 +246,29 @@ function convertList(list: any): unknown[] {
 }
 
 function convertMap(map: any): Record<string, any> {
+  if (map !== null && typeof map === 'object' && Object.getPrototypeOf(map) === Object.prototype) {
+    // A copy of the map (its own enumerable values read once, as Object.entries does) converted in place:
+    // no property added one by one, so a map of many attributes stays a fast object. A `__proto__` member
+    // or symbol keys (the copy has them, Object.entries not) take the general path.
+    const acc = { ...map };
+    const keys = Object.keys(acc);
+    if (Object.getOwnPropertySymbols(acc).length > 0) return convertEntries(keys, valuesOf(keys, acc), 0);
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === '__proto__') return convertEntries(keys, valuesOf(keys, acc), i);
+      acc[keys[i]] = toNative(acc[keys[i]]);
+    }
+    return acc;
+  }
+  // Other maps (dynalite's null-prototype copies, …): every value read first, as Object.entries does.
   const keys = Object.keys(map);
+  return convertEntries(keys, valuesOf(keys, map), 0);
+}
+
+const valuesOf = (keys: string[], map: any): unknown[] => keys.map((key) => map[key]);
+
+/** util-dynamodb's convertMap: members assigned one by one (a `__proto__` member sets the prototype). */
+function convertEntries(keys: string[], values: unknown[], converted: number): Record<string, any> {
   const acc: Record<string, any> = {};
-  for (let i = 0; i < keys.length; i++) acc[keys[i]] = toNative(map[keys[i]]);
+  for (let i = 0; i < keys.length; i++) acc[keys[i]] = i < converted ? values[i] : toNative(values[i]);
   return acc;
 }
