@@ -1,3 +1,4 @@
+import { attributes } from './attributes';
 import { bundleSize } from './bundle-size';
 import { coldStart } from './cold-start';
 import { consoleBench } from './console';
@@ -23,6 +24,7 @@ export const benchModules: BenchModule[] = [
   bundleSize,
   coldStart,
   observability,
+  attributes,
   query,
   mcp,
   load,

@@ -1,20 +1,21 @@
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { marshall, unmarshall } from './attributes';
 
 /**
  * Converting between the service's documents (plain JavaScript values) and DynamoDB's JSON protocol,
  * as @aws-sdk/lib-dynamodb and the SDK's JSON serializer do: attribute-value maps in the operations'
- * inputs and outputs are marshalled with @aws-sdk/util-dynamodb (undefined values removed, class
- * instances refused), and binary values travel as base64 text.
+ * inputs and outputs are marshalled by attributes.ts (the rules of @aws-sdk/util-dynamodb's marshall
+ * with removeUndefinedValues and without convertClassInstanceToMap: undefined values removed, class
+ * instances refused; test/unit/attributes.test.ts holds it to util-dynamodb), and binary values travel
+ * as base64 text.
  */
 
-const marshallOptions = { removeUndefinedValues: true, convertClassInstanceToMap: false };
 type AttributeMap = Record<string, any>;
 type Json = Record<string, any>;
 
 const toAttributes = (doc: unknown): AttributeMap | undefined =>
-  doc === undefined ? undefined : marshall(doc as Record<string, unknown>, marshallOptions);
+  doc === undefined ? undefined : marshall(doc);
 const fromAttributes = (m: AttributeMap | undefined): Json | undefined =>
-  m === undefined ? undefined : unmarshall(m as never);
+  m === undefined ? undefined : unmarshall(m);
 
 /** An operation's input in document form → its wire input (attribute values, binary as base64). */
 export function documentInput(input: Json): Json {
