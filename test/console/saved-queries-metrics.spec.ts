@@ -218,6 +218,42 @@ test('Metrics: a new metric is evaluated on its connection and on another, edite
   expect((await dbs.pg.query(`SELECT count(*)::int AS n FROM ${ORDERS}`)).rows[0].n).toBe(4);
 });
 
+test('A field the user focuses as the edit form opens keeps the focus (the form does not take it back for its first field)', async ({
+  adminPage: page,
+  server,
+}) => {
+  const name = `Focus race ${suffix}`;
+  const created = await server.call('POST', '/saved-queries', {
+    body: { name, query: 'SELECT 1 AS one', connectionId: pg },
+  });
+  expect(created.status).toBe(201);
+  await go(page, 'Saved queries');
+  const card = page.getByRole('article', { name });
+  await expect(card.getByRole('button', { name: `Edit ${name}` })).toBeVisible();
+  // The moment the form is in the page, the "user" focuses its SQL field; 300 ms later, who has the focus?
+  const kept = await card.evaluate(
+    (el: any) =>
+      new Promise<string>((resolve) => {
+        const observer = new (globalThis as any).MutationObserver(() => {
+          // The SQL field: its text box until the editor's chunk has loaded, then the editor, which takes
+          // the focus over from the text box (the typing goes on there).
+          const field = el.querySelector('form .sql-field');
+          if (!field) return;
+          observer.disconnect();
+          (field.querySelector('textarea') ?? field.querySelector('.sql-editor'))?.focus();
+          setTimeout(() => {
+            const active = (globalThis as any).document.activeElement;
+            resolve(field.contains(active) ? 'sql' : `${active?.tagName} ${active?.id}`);
+          }, 300);
+        });
+        observer.observe(el, { childList: true, subtree: true });
+        el.querySelector(`button[aria-label^="Edit"]`)?.click();
+      }),
+  );
+  expect(kept).toBe('sql');
+  await card.getByRole('button', { name: 'Cancel' }).click();
+});
+
 test('A member without the connection sees neither its saved queries nor its metrics, and no New forms; with one, no Edit on an admin’s', async ({
   page,
   server,
