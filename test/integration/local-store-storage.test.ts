@@ -99,6 +99,75 @@ describe('local store storage', () => {
     await store.close();
   });
 
+  it('answers item operations without waiting for turns of the event loop, with the same results and errors', async () => {
+    const { store, doc } = await open(tempDir());
+    // Resolves with whether `op` settled before a setImmediate queued with it ran (no loop turn taken).
+    const inTurn = async (op: () => Promise<unknown>) => {
+      let turned = false;
+      setImmediate(() => {
+        turned = true;
+      });
+      const out = await op().then(
+        (v) => ({ ok: v }),
+        (e: Error) => ({ err: e.name }),
+      );
+      return { turned, out };
+    };
+    const item = { pk: 'T', sk: '1', gsi1pk: 'ACTIVE', gsi1sk: 'T#1', n: 1 };
+    await doc.send('PutItem', { TableName: TABLE, Item: item }); // the table's definition cached
+    // A put, an update that rewrites the index entry, a failed condition, a get, a delete and a batch.
+    const ops: [string, () => Promise<unknown>][] = [
+      ['put', () => doc.send('PutItem', { TableName: TABLE, Item: { ...item, sk: '2' } })],
+      [
+        'update',
+        () =>
+          doc.send('UpdateItem', {
+            TableName: TABLE,
+            Key: { pk: 'T', sk: '1' },
+            UpdateExpression: 'ADD n :one',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeValues: { ':one': 1 },
+            ReturnValues: 'ALL_NEW',
+          }),
+      ],
+      [
+        'failed condition',
+        () =>
+          doc.send('PutItem', {
+            TableName: TABLE,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+      ],
+      ['get', () => get(doc, 'T', '1')],
+      ['delete', () => doc.send('DeleteItem', { TableName: TABLE, Key: { pk: 'T', sk: '2' } })],
+      [
+        'batch',
+        () =>
+          doc.send('BatchWriteItem', {
+            RequestItems: { [TABLE]: [{ PutRequest: { Item: { pk: 'T', sk: '3' } } }] },
+          }),
+      ],
+    ];
+    const seen: Record<string, unknown> = {};
+    for (const [name, op] of ops) {
+      const { turned, out } = await inTurn(op);
+      expect(turned, name).toBe(false);
+      seen[name] = out;
+    }
+    expect((seen.update as { ok: { Attributes: unknown } }).ok.Attributes).toEqual({ ...item, n: 2 });
+    expect(seen['failed condition']).toEqual({ err: 'ConditionalCheckFailedException' });
+    expect(seen.get).toEqual({ ok: { ...item, n: 2 } });
+    const byIndex = await doc.send('Query', {
+      TableName: TABLE,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :p',
+      ExpressionAttributeValues: { ':p': 'ACTIVE' },
+    });
+    expect(byIndex.Items).toEqual([{ ...item, n: 2 }]);
+    await store.close();
+  });
+
   it('keeps what was answered when its process is killed, and takes over the lock it left', async () => {
     const dir = tempDir();
     const child = await startStoreProcess(dir, TABLE);
