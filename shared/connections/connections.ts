@@ -14,8 +14,9 @@ import {
   connectionStore,
   connPk,
   deleteKeys,
-  healthIndex,
+  healthChecked,
   keysOf,
+  NO_INDEX_KEYS,
   orgPk,
 } from './store';
 import { encryptPassword } from './target';
@@ -259,7 +260,8 @@ export async function updateConnection(
       isActive = false;
       deactivatedBy = 'user';
     }
-    Object.assign(changes, { isActive, deactivatedBy }, healthIndex(ctx.orgId, id, isActive, deactivatedBy));
+    Object.assign(changes, { isActive, deactivatedBy }, NO_INDEX_KEYS);
+    if (healthChecked(isActive, deactivatedBy)) await connectionStore.ensureHealthEntry(ctx.orgId, id);
 
     const updated = await connectionStore.patch(ctx.orgId, id, changes, { expectVersion: cur.version });
     if (updated) {

@@ -6,7 +6,7 @@ import type { EventType } from '../platform/events/port';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { queue } from '../platform/queue';
-import { type ConnectionRecord, connectionStore, healthIndex, type StoredDiagnosis } from './store';
+import { type ConnectionRecord, connectionStore, NO_INDEX_KEYS, type StoredDiagnosis } from './store';
 import { targetFor } from './target';
 
 /**
@@ -117,11 +117,7 @@ export async function checkHealth(msg: HealthCheckMessage): Promise<HealthOutcom
     changes.lastErrorDiagnosis = null;
     outcome = 'healthy';
     if (!rec.isActive && rec.deactivatedBy === 'health') {
-      Object.assign(
-        changes,
-        { isActive: true, deactivatedBy: null },
-        healthIndex(rec.orgId, rec.id, true, null),
-      );
+      Object.assign(changes, { isActive: true, deactivatedBy: null }, NO_INDEX_KEYS);
       outcome = 'recovered';
       event = {
         slot: msg.slot,
@@ -138,11 +134,7 @@ export async function checkHealth(msg: HealthCheckMessage): Promise<HealthOutcom
     });
     outcome = 'failed';
     if (rec.isActive && failures >= FAILURES_TO_DEGRADE) {
-      Object.assign(
-        changes,
-        { isActive: false, deactivatedBy: 'health' },
-        healthIndex(rec.orgId, rec.id, false, 'health'),
-      );
+      Object.assign(changes, { isActive: false, deactivatedBy: 'health' }, NO_INDEX_KEYS);
       outcome = 'degraded';
       event = {
         slot: msg.slot,
@@ -157,6 +149,9 @@ export async function checkHealth(msg: HealthCheckMessage): Promise<HealthOutcom
     }
   }
   if (event) changes.healthEvent = event;
+  // Recovered or deactivated by health checks, it is still checked: its entry first (idempotent).
+  if (outcome === 'recovered' || outcome === 'degraded')
+    await connectionStore.ensureHealthEntry(rec.orgId, rec.id);
   const written = await connectionStore.patch(rec.orgId, rec.id, changes, {
     expectVersion: rec.version,
     condition: 'attribute_not_exists(lastHealthSlot) OR lastHealthSlot = :nullSlot OR lastHealthSlot < :slot',

@@ -5,8 +5,11 @@ import { db, type Item, strip } from '../platform/db/store';
 
 /**
  * Connection records. Items:
- *  ORG#o / CONN#c                     the connection (secrets only as ciphertext); while it is health-checked
- *                                     it carries gsi1pk ACTIVECONN, gsi1sk ORG#o#CONN#c (read by health-fanout)
+ *  ORG#o / CONN#c                     the connection (secrets only as ciphertext); never in an index (each
+ *                                     read updates it: querySeq), so a read writes no index entry
+ *  ORG#o#CONN#c / HEALTH              its health-check entry: gsi1pk ACTIVECONN, gsi1sk ORG#o#CONN#c (read
+ *                                     by health-fanout), written before the connection is first checked
+ *                                     and kept until the connection is deleted (see healthEntry)
  *  ORG#o / CONNSCHEMA#c[#gen#n]       the cached schema and its chunks (schema-store.ts)
  *  ORG#o#CONN#c / ANN#…, ANNID#…      annotations (annotations.ts)
  *  ORG#o#CONN#c / QH#seq, QHSEQ       query history and its former counter (history.ts)
@@ -68,37 +71,51 @@ export const connSk = (id: string) => `CONN#${id}`;
 export const connPk = (orgId: string, id: string) => `ORG#${orgId}#CONN#${id}`;
 export const ACTIVE_INDEX = 'ACTIVECONN';
 
+/** Whether health checks check a connection: when active, or deactivated by health checks (so that a
+ * later success can recover it); not when a user or a failed manual test deactivated it. */
+export const healthChecked = (isActive: boolean, deactivatedBy: DeactivatedBy | null) =>
+  isActive || deactivatedBy === 'health';
+
+export const HEALTH_SK = 'HEALTH';
+
 /**
- * The health-check index entry. Connections that are active, or that health checks deactivated (so that a
- * later success can recover them), are checked; connections deactivated by a user or a failed manual test
- * are not.
+ * The connection's entry in the health-check index: a small item of its own (orgId and id), not the
+ * connection item. The connection item is updated by every read (its query number); in the index with
+ * the index's ALL projection, each read also rewrote its index entry (in DynamoDB, one more write per
+ * read, all of them under the one partition key ACTIVECONN).
+ *
+ * The entry is written (idempotently) before any write that makes or keeps a connection checked, and is
+ * removed only with the connection's partition (deleteConnection): an entry may outlive the connection's
+ * eligibility (a user deactivated it), never the other way round. The fan-out queues a check for every
+ * entry; the check itself reads the connection and answers `not-checked` (nothing pinged, nothing written)
+ * for one that is not checked, or `gone`. An entry is never removed on those answers: a concurrent
+ * reactivation writes its entry first and its connection after, and a removal between the two would lose it.
  */
-export function healthIndex(
-  orgId: string,
-  id: string,
-  isActive: boolean,
-  deactivatedBy: DeactivatedBy | null,
-) {
-  const checked = isActive || deactivatedBy === 'health';
-  return checked
-    ? { gsi1pk: ACTIVE_INDEX, gsi1sk: `ORG#${orgId}#CONN#${id}` }
-    : { gsi1pk: undefined, gsi1sk: undefined };
-}
+export const healthEntry = (orgId: string, id: string) => ({
+  pk: connPk(orgId, id),
+  sk: HEALTH_SK,
+  kind: 'connection-health',
+  orgId,
+  id,
+  gsi1pk: ACTIVE_INDEX,
+  gsi1sk: `ORG#${orgId}#CONN#${id}`,
+});
+
+/**
+ * Index keys a connection item no longer carries: every write that decides health checking removes them
+ * (connections stored before the health entry had them; see listHealthChecked).
+ */
+export const NO_INDEX_KEYS = { gsi1pk: undefined, gsi1sk: undefined };
 
 export const connectionFromItem = (item: Item): ConnectionRecord =>
   strip(item, 'kind') as unknown as ConnectionRecord;
 
 export const connectionStore = {
   async create(rec: ConnectionRecord): Promise<void> {
+    if (healthChecked(rec.isActive, rec.deactivatedBy))
+      await connectionStore.ensureHealthEntry(rec.orgId, rec.id);
     const ok = await db.put(
-      {
-        pk: orgPk(rec.orgId),
-        sk: connSk(rec.id),
-        kind: 'connection',
-        querySeq: 0,
-        ...rec,
-        ...healthIndex(rec.orgId, rec.id, rec.isActive, rec.deactivatedBy),
-      },
+      { pk: orgPk(rec.orgId), sk: connSk(rec.id), kind: 'connection', querySeq: 0, ...rec },
       { ifAbsent: true },
     );
     if (!ok) throw new Error('Connection id collision');
@@ -156,10 +173,35 @@ export const connectionStore = {
     await db.delete(orgPk(orgId), connSk(id));
   },
 
-  /** Connections checked by health checks, across organizations (background use only: one GSI partition). */
+  /** Writes the connection's health-check entry (healthEntry); idempotent. Call before the connection's write. */
+  async ensureHealthEntry(orgId: string, id: string): Promise<void> {
+    await db.put(healthEntry(orgId, id));
+  },
+
+  /**
+   * Connections in the health-check index, across organizations (background use only: one GSI partition):
+   * their health entries, and connection items stored before health entries existed, which still carry
+   * the index keys. Each of those gets its entry, then loses its keys (only while it still has them), so
+   * that one fan-out after an upgrade moves them all; it is listed either way.
+   */
   async listHealthChecked(): Promise<Array<{ orgId: string; id: string }>> {
     const items = await db.query({ pk: ACTIVE_INDEX, index: 'gsi1' });
-    return items.map((i) => ({ orgId: String(i.orgId), id: String(i.id) }));
+    const found = new Map<string, { orgId: string; id: string }>();
+    for (const i of items) {
+      const target = { orgId: String(i.orgId), id: String(i.id) };
+      if (i.kind === 'connection') {
+        await connectionStore.ensureHealthEntry(target.orgId, target.id);
+        await db.update({
+          pk: i.pk,
+          sk: i.sk,
+          update: 'REMOVE gsi1pk, gsi1sk',
+          condition: 'gsi1pk = :index',
+          values: { ':index': ACTIVE_INDEX },
+        });
+      }
+      found.set(`${target.orgId}/${target.id}`, target);
+    }
+    return [...found.values()];
   },
 };
 

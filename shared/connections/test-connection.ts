@@ -9,7 +9,7 @@ import { logger } from '../platform/logger';
 import { loadConnection } from './connections';
 import { introspect, storeIntrospected } from './schema';
 import { loadSchema } from './schema-store';
-import { connectionStore, healthIndex, type StoredDiagnosis } from './store';
+import { connectionStore, NO_INDEX_KEYS, type StoredDiagnosis } from './store';
 import { targetFor } from './target';
 
 export interface TestResult {
@@ -58,7 +58,7 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
         lastError: err.message,
         lastErrorDiagnosis: diagnosis,
         updatedAt: at,
-        ...healthIndex(rec.orgId, rec.id, false, 'test'),
+        ...NO_INDEX_KEYS,
       },
       { expectVersion: rec.version },
     );
@@ -68,6 +68,7 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
   const at = nowIso();
   const reactivate = rec.isActive || rec.deactivatedBy !== 'user';
   const recovered = !rec.isActive && rec.deactivatedBy === 'health';
+  if (reactivate) await connectionStore.ensureHealthEntry(rec.orgId, rec.id);
   const updated = await connectionStore.patch(
     rec.orgId,
     rec.id,
@@ -79,7 +80,7 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
       lastErrorDiagnosis: null,
       healthFailures: 0,
       updatedAt: at,
-      ...healthIndex(rec.orgId, rec.id, reactivate, reactivate ? null : 'user'),
+      ...NO_INDEX_KEYS,
     },
     { expectVersion: rec.version },
   );

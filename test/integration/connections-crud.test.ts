@@ -189,8 +189,10 @@ describe('connection CRUD, validation, visibility and isolation', () => {
     expect((await s.call('PATCH', '/connections/nope', { body: { name: 'x' } })).status).toBe(404);
   });
 
-  it('PATCH isActive false and true moves the state and the health-check index', async () => {
+  it('PATCH isActive false and true moves the state; the health-check entry is its own item, never the connection', async () => {
     const c = await create();
+    const entry = () => db.get(`ORG#${s.app.orgId}#CONN#${c.id}`, 'HEALTH');
+    expect(await entry()).toMatchObject({ gsi1pk: 'ACTIVECONN', orgId: s.app.orgId, id: c.id });
     const off = await s.call('PATCH', `/connections/${c.id}`, { body: { isActive: false } });
     expect(off.body.data.isActive).toBe(false);
     let item = await db.get(`ORG#${s.app.orgId}`, `CONN#${c.id}`);
@@ -199,7 +201,8 @@ describe('connection CRUD, validation, visibility and isolation', () => {
     const on = await s.call('PATCH', `/connections/${c.id}`, { body: { isActive: true } });
     expect(on.body.data.isActive).toBe(true);
     item = await db.get(`ORG#${s.app.orgId}`, `CONN#${c.id}`);
-    expect(item?.gsi1pk).toBe('ACTIVECONN');
+    expect(item?.gsi1pk).toBeUndefined();
+    expect(await entry()).toMatchObject({ gsi1pk: 'ACTIVECONN', gsi1sk: `ORG#${s.app.orgId}#CONN#${c.id}` });
   });
 
   it('deletes with a cascade, and a second delete is 404', async () => {

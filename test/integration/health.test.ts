@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkHealth, fanOutHealthChecks, slotOf } from '../../shared/connections/health';
+import { connectionStore } from '../../shared/connections/store';
 import { db } from '../../shared/platform/db/store';
 import { listEvents } from '../../shared/platform/events';
 import { freePort } from '../support/databases';
@@ -85,7 +86,7 @@ describe('health checks', () => {
     expect(await check(id, 20)).toBe('recovered');
     const rec = await item(id);
     expect(rec).toMatchObject({ isActive: true, deactivatedBy: null, healthFailures: 0, lastError: null });
-    expect(rec?.gsi1pk).toBe('ACTIVECONN');
+    expect(await db.get(`ORG#${s.app.orgId}#CONN#${id}`, 'HEALTH')).toMatchObject({ gsi1pk: 'ACTIVECONN' });
     expect(await events(id, 'connection.health.recovered')).toHaveLength(1);
     expect(await check(id, 25)).toBe('healthy');
     expect(await events(id, 'connection.health.recovered')).toHaveLength(1);
@@ -124,6 +125,59 @@ describe('health checks', () => {
     const rec = await item(id);
     expect(rec?.lastHealthSlot).toBe(at);
     expect(rec?.healthFailures).toBe(1);
+  });
+
+  it("a read never writes the health-check index: a connection's entry is an item of its own", async () => {
+    const id = await create(pg.port, 'indexed once');
+    const indexed = async () =>
+      (await db.query({ pk: 'ACTIVECONN', index: 'gsi1' })).filter((x) => x.id === id);
+    const before = await indexed();
+    expect(before).toEqual([
+      expect.objectContaining({
+        pk: `ORG#${s.app.orgId}#CONN#${id}`,
+        sk: 'HEALTH',
+        kind: 'connection-health',
+      }),
+    ]);
+    for (let i = 0; i < 3; i++) {
+      const r = await s.call('POST', `/connections/${id}/query`, { body: { sql: 'SELECT 1' } });
+      expect(r.status, r.text).toBe(200);
+    }
+    const conn = await item(id);
+    expect(conn?.querySeq).toBe(3);
+    expect(conn?.gsi1pk).toBeUndefined();
+    expect(await indexed()).toEqual(before); // the entry as it was: nothing a read changes is in the index
+  });
+
+  it('a connection stored with the index keys on its item (before health entries) is moved by the next listing', async () => {
+    const id = await create(closedPort, 'legacy');
+    const entryKey = [`ORG#${s.app.orgId}#CONN#${id}`, 'HEALTH'] as const;
+    await db.delete(...entryKey);
+    await db.patch(`ORG#${s.app.orgId}`, `CONN#${id}`, {
+      gsi1pk: 'ACTIVECONN',
+      gsi1sk: `ORG#${s.app.orgId}#CONN#${id}`,
+    });
+    const listed = (await connectionStore.listHealthChecked()).filter((t) => t.id === id);
+    expect(listed).toEqual([{ orgId: s.app.orgId, id }]);
+    expect(await db.get(...entryKey)).toMatchObject({ gsi1pk: 'ACTIVECONN', orgId: s.app.orgId, id });
+    expect((await item(id))?.gsi1pk).toBeUndefined();
+    // Listed once more, from its entry alone.
+    expect((await connectionStore.listHealthChecked()).filter((t) => t.id === id)).toEqual([
+      { orgId: s.app.orgId, id },
+    ]);
+    expect(await check(id, 5)).toBe('failed');
+  });
+
+  it('a connection a user deactivated keeps its entry: listed, and its check pings nothing and writes nothing', async () => {
+    const id = await create(closedPort, 'listed but paused');
+    await s.call('PATCH', `/connections/${id}`, { body: { isActive: false } });
+    expect((await connectionStore.listHealthChecked()).some((t) => t.id === id)).toBe(true);
+    const before = await item(id);
+    expect(await check(id, 5)).toBe('not-checked');
+    expect(await item(id)).toEqual(before);
+    // Activated again: checked again (its entry was kept, and is written again before the change).
+    await s.call('PATCH', `/connections/${id}`, { body: { isActive: true } });
+    expect(await check(id, 10)).toBe('failed');
   });
 
   it('the slot is the scheduled time, or now rounded down to five minutes', () => {
