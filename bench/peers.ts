@@ -265,6 +265,32 @@ async function startPeer(
   throw new Error(`${name} did not start: ${output}`);
 }
 
+/**
+ * The floor of the SDK client: a Node process whose HTTP server answers each JSON-RPC request at once
+ * (initialize, tools/list, and a fixed one-row result for tools/call), with no database, no checks and
+ * no state. What a call costs the client, the HTTP exchange and one process hop, for every MCP side.
+ */
+const FLOOR_SERVER = `
+const http = require('node:http');
+const row = JSON.stringify({ columns: ['?column?'], rows: [[1]], rowCount: 1 });
+const results = {
+  initialize: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'floor', version: '1' } },
+  'tools/list': { tools: [] },
+  'tools/call': { content: [{ type: 'text', text: row }] },
+};
+http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (c) => (body += c));
+  req.on('end', () => {
+    if (req.method !== 'POST') return res.writeHead(405).end();
+    const m = JSON.parse(body);
+    if (m.id === undefined) return res.writeHead(202).end();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: results[m.method] ?? {} }));
+  });
+}).listen(Number(process.argv[1]), '127.0.0.1');
+`;
+
 /** True once an MCP server answers initialize on `url`. */
 async function mcpReady(url: string): Promise<boolean> {
   const r = await fetch(url, {
@@ -428,8 +454,26 @@ export const peers: BenchModule = {
         },
       };
 
+      const floorPort = await freePort();
+      const floorUrl = `http://127.0.0.1:${floorPort}/mcp`;
+      const floor = await startPeer(
+        'the floor server',
+        process.execPath,
+        ['-e', FLOOR_SERVER, String(floorPort)],
+        {},
+        () => mcpReady(floorUrl),
+      );
+      children.push(floor);
+      const floorSide = mcpSide(
+        'SDK client floor (a server that answers at once)',
+        () => new StreamableHTTPClientTransport(new URL(floorUrl)),
+        'run_query',
+        {},
+        () => (floor.pid ? [floor.pid] : []),
+      );
+
       const installError = await installing;
-      const sides: Side[] = [bareSide, loupeRest, loupeMcp];
+      const sides: Side[] = [bareSide, floorSide, loupeRest, loupeMcp];
       if (installError)
         notes.push(
           `The peers could not be installed from npm, so only Loupe and bare pg were measured: ${installError}`,
@@ -546,7 +590,7 @@ export const peers: BenchModule = {
       // --- 16 clients: each side in turn for SECONDS_16, ROUNDS_16 rounds --------------------------------
       const many = new Map<
         string,
-        { calls: number; seconds: number; lat: number[]; cpu: number; errors: string[] }
+        { calls: number; seconds: number; lat: number[]; cpu: number; clientCpu: number; errors: string[] }
       >();
       const pools = new Map<string, { call: () => Promise<void>; close: () => Promise<void> }[]>();
       for (const s of sides) {
@@ -560,11 +604,14 @@ export const peers: BenchModule = {
       for (let r = 0; r < ROUNDS_16; r++)
         for (let k = 0; k < sides.length; k++) {
           const s = sides[(k + r) % sides.length];
-          const e = many.get(s.name) ?? { calls: 0, seconds: 0, lat: [], cpu: 0, errors: [] };
+          const e = many.get(s.name) ?? { calls: 0, seconds: 0, lat: [], cpu: 0, clientCpu: 0, errors: [] };
           many.set(s.name, e);
           const c0 = treeCpuMs(s.pids()) + pgCpu();
+          const own0 = process.cpuUsage();
           const res = await closedLoop(pools.get(s.name) ?? [], SECONDS_16);
+          const own = process.cpuUsage(own0);
           e.cpu += treeCpuMs(s.pids()) + pgCpu() - c0;
+          e.clientCpu += (own.user + own.system) / 1000;
           e.calls += res.calls;
           e.seconds += res.calls / res.perSecond;
           e.lat.push(...res.latencies);
@@ -608,10 +655,29 @@ export const peers: BenchModule = {
           ms(pct(b.lat, 0.99)),
           s.pids().length ? (b.cpu / b.calls).toFixed(2) : `PostgreSQL only ${(b.cpu / b.calls).toFixed(2)}`,
           (a.pgCpu / a.calls).toFixed(3),
+          (b.clientCpu / b.calls).toFixed(2),
           target,
         ]);
         if (b.errors.length)
           notes.push(`${s.name}: ${b.errors.length} errors at 16 clients, first: ${b.errors[0]}`);
+      }
+
+      // What the machine allows at 16 clients: its cores' CPU per second shared by the SDK clients (in this
+      // process), the side's server and PostgreSQL; a side that needs more CPU per call than its share cannot
+      // reach a rate, whatever its latency.
+      const mcp16 = many.get(loupeMcp.name);
+      if (mcp16 && toolbox16) {
+        const cores = availableParallelism();
+        const rate = toolbox16.calls / toolbox16.seconds;
+        const budget = (cores * 1000) / rate;
+        const clients = mcp16.clientCpu / mcp16.calls;
+        const server = mcp16.cpu / mcp16.calls;
+        notes.push(
+          `CPU budget at 16 clients: ${cores} cores give ${(cores * 1000).toFixed(0)} ms of CPU per second; at MCP Toolbox's ${rate.toFixed(0)} calls/s that is ${budget.toFixed(2)} ms per call for everything on the machine. ` +
+            `Toolbox used ${(toolbox16.cpu / toolbox16.calls).toFixed(2)} (server + PostgreSQL) and its SDK clients ${(toolbox16.clientCpu / toolbox16.calls).toFixed(2)}; ` +
+            `a Loupe MCP call used ${server.toFixed(2)} (server + PostgreSQL) and its SDK clients ${clients.toFixed(2)}, so at most ${((cores * 1000) / (server + clients)).toFixed(0)} calls/s fit on this machine at today's CPU per call; ` +
+            `at Toolbox's rate Loupe and PostgreSQL would have ${Math.max(0, budget - clients).toFixed(2)} ms per call.`,
+        );
       }
 
       // --- REST: SELECT 1 and 10,000 rows at 1 client against bare pg + JSON.stringify, interleaved -----
@@ -854,8 +920,8 @@ export const peers: BenchModule = {
         '1 client: each side in turn makes ' +
           `${CALLS_PER_ROUND} sequential SELECT 1 calls, ${ROUNDS} rounds, the order rotating each round; "ratio" is the median against bare pg and against MCP Toolbox. ` +
           `16 clients: each side in turn for ${SECONDS_16} s, ${ROUNDS_16} rounds; ${CLIENTS_16} SDK clients each with their own transport (the stdio reference server serves one client: 16 calls in flight on its one connection). ` +
-          'CPU per call at 16 clients: the side\'s processes (Loupe: its server, with the store in it; peers: their server process) and PostgreSQL, the MCP clients (same SDK for every side) left out. "PostgreSQL ms per call": PostgreSQL\'s processes during the 1-client rounds.',
-        'Sides: Loupe run_query (POST /v1/mcp, the local server as `npm start` runs it, its own process) and REST (POST /v1/connections/{id}/query); MCP Toolbox 1.12 `--prebuilt postgres` (execute_sql); DBHub 1.4.0 (execute_sql, readonly = true); the reference @modelcontextprotocol/server-postgres 0.6.2 over stdio (query, in a read-only transaction); bare pg: a pg.Client in the bench process. All on one embedded PostgreSQL the bench starts; the peers are installed with npm into a temporary folder (install scripts not run).',
+          'CPU per call at 16 clients: the side\'s processes (Loupe: its server, with the store in it; peers: their server process) and PostgreSQL; the MCP clients (same SDK for every side) are counted apart ("SDK clients", this process\'s CPU: for bare pg its pg.Clients, for the stdio server its one client). "PostgreSQL ms per call": PostgreSQL\'s processes during the 1-client rounds.',
+        'Sides: Loupe run_query (POST /v1/mcp, the local server as `npm start` runs it, its own process) and REST (POST /v1/connections/{id}/query); MCP Toolbox 1.12 `--prebuilt postgres` (execute_sql); DBHub 1.4.0 (execute_sql, readonly = true); the reference @modelcontextprotocol/server-postgres 0.6.2 over stdio (query, in a read-only transaction); bare pg: a pg.Client in the bench process; the SDK client floor: a Node process answering every JSON-RPC request at once (no database, no checks), what a call costs the SDK client and the HTTP exchange for every MCP side. All on one embedded PostgreSQL the bench starts; the peers are installed with npm into a temporary folder (install scripts not run).',
         ...restFigures,
         ...cpuFigures,
       );
@@ -869,6 +935,7 @@ export const peers: BenchModule = {
           '16 clients p99',
           'CPU ms per call (server + PostgreSQL)',
           'PostgreSQL ms per call',
+          'SDK clients CPU ms per call (16 clients)',
           'target (issue 33)',
         ],
         rows,
