@@ -107,6 +107,9 @@ export const healthEntry = (orgId: string, id: string) => ({
  */
 export const NO_INDEX_KEYS = { gsi1pk: undefined, gsi1sk: undefined };
 
+/** Connections moved to their health entry at once by a listing (listHealthChecked). */
+const MOVE_AT_ONCE = 25;
+
 export const connectionFromItem = (item: Item): ConnectionRecord =>
   strip(item, 'kind') as unknown as ConnectionRecord;
 
@@ -187,20 +190,23 @@ export const connectionStore = {
   async listHealthChecked(): Promise<Array<{ orgId: string; id: string }>> {
     const items = await db.query({ pk: ACTIVE_INDEX, index: 'gsi1' });
     const found = new Map<string, { orgId: string; id: string }>();
-    for (const i of items) {
-      const target = { orgId: String(i.orgId), id: String(i.id) };
-      if (i.kind === 'connection') {
-        await connectionStore.ensureHealthEntry(target.orgId, target.id);
-        await db.update({
-          pk: i.pk,
-          sk: i.sk,
-          update: 'REMOVE gsi1pk, gsi1sk',
-          condition: 'gsi1pk = :index',
-          values: { ':index': ACTIVE_INDEX },
-        });
-      }
-      found.set(`${target.orgId}/${target.id}`, target);
-    }
+    for (const i of items) found.set(`${i.orgId}/${i.id}`, { orgId: String(i.orgId), id: String(i.id) });
+    // Moved MOVE_AT_ONCE at a time (each: its entry, then the keys removed), so that a first fan-out over
+    // many stored connections stays well inside the worker's 60 s; an interrupted move resumes next time.
+    const stored = items.filter((i) => i.kind === 'connection');
+    for (let k = 0; k < stored.length; k += MOVE_AT_ONCE)
+      await Promise.all(
+        stored.slice(k, k + MOVE_AT_ONCE).map(async (i) => {
+          await connectionStore.ensureHealthEntry(String(i.orgId), String(i.id));
+          await db.update({
+            pk: i.pk,
+            sk: i.sk,
+            update: 'REMOVE gsi1pk, gsi1sk',
+            condition: 'gsi1pk = :index',
+            values: { ':index': ACTIVE_INDEX },
+          });
+        }),
+      );
     return [...found.values()];
   },
 };

@@ -168,6 +168,36 @@ describe('health checks', () => {
     expect(await check(id, 5)).toBe('failed');
   });
 
+  it('moves many stored connections in one listing (more than it moves at once)', async () => {
+    const org = `legacy-org-${Date.now()}`;
+    const ids = Array.from({ length: 60 }, (_, n) => `legacy${n}`);
+    for (const id of ids)
+      await db.put({
+        pk: `ORG#${org}`,
+        sk: `CONN#${id}`,
+        kind: 'connection',
+        orgId: org,
+        id,
+        isActive: true,
+        gsi1pk: 'ACTIVECONN',
+        gsi1sk: `ORG#${org}#CONN#${id}`,
+      });
+    const listed = (await connectionStore.listHealthChecked()).filter((t) => t.orgId === org);
+    expect(listed.map((t) => t.id).sort()).toEqual([...ids].sort());
+    for (const id of ids) {
+      expect((await db.get(`ORG#${org}`, `CONN#${id}`))?.gsi1pk, id).toBeUndefined();
+      expect(await db.get(`ORG#${org}#CONN#${id}`, 'HEALTH'), id).toMatchObject({ orgId: org, id });
+    }
+    const again = (await db.query({ pk: 'ACTIVECONN', index: 'gsi1' })).filter((x) => x.orgId === org);
+    expect(again).toHaveLength(60);
+    expect(again.every((x) => x.kind === 'connection-health')).toBe(true);
+    // Not real connections: gone again before any fan-out could queue checks of them.
+    for (const id of ids) {
+      await db.delete(`ORG#${org}`, `CONN#${id}`);
+      await db.delete(`ORG#${org}#CONN#${id}`, 'HEALTH');
+    }
+  });
+
   it('a connection a user deactivated keeps its entry: listed, and its check pings nothing and writes nothing', async () => {
     const id = await create(closedPort, 'listed but paused');
     await s.call('PATCH', `/connections/${id}`, { body: { isActive: false } });
