@@ -455,7 +455,28 @@ function withDurableStorage(fn, storage) {
  * call returns (callers never see it synchronously), with the same arguments, errors and order, and the
  * operation still tracked for a graceful close (dynalite's own function, called without a callback,
  * answers its tracked promise). An exception thrown by a callback is still uncaught, as it was.
+ *
+ * Fairness: a caller running many store operations one after another (a cascade deleting thousands of
+ * items) would otherwise hold the thread until it ends, and the sockets, timers and other callers (the
+ * handler instances' calls arrive as messages) would wait. After IN_TURN answers without a turn of the
+ * loop, the next answers go through setImmediate again until the loop has turned.
  */
+const IN_TURN = 64;
+let answeredInTurn = 0;
+let turnMarked = false;
+const markTurn = () => {
+  answeredInTurn = 0;
+  turnMarked = false;
+};
+function answer(callback, ...args) {
+  if (!turnMarked) {
+    turnMarked = true;
+    setImmediate(markTurn);
+  }
+  if (++answeredInTurn > IN_TURN) setImmediate(callback, ...args);
+  else process.nextTick(callback, ...args);
+}
+
 function answerInTurn(db) {
   for (const name of ['get', 'put', 'del', 'batch']) {
     const promised = db[name];
@@ -467,11 +488,11 @@ function answerInTurn(db) {
       const operation = promised.apply(this, args);
       if (!callback) return operation;
       operation.then(
-        (value) => (withValue ? process.nextTick(callback, null, value) : process.nextTick(callback, null)),
-        (err) => process.nextTick(callback, err),
+        (value) => (withValue ? answer(callback, null, value) : answer(callback, null)),
+        (err) => answer(callback, err),
       );
     };
   }
 }
 
-module.exports = { withDurableStorage, DurableLevel, LOCK, settings };
+module.exports = { withDurableStorage, DurableLevel, LOCK, settings, IN_TURN };

@@ -25,9 +25,10 @@ import { DocumentClient } from '../../shared/platform/db/document';
 import { httpStoreCall } from '../../shared/platform/db/http-call';
 
 const require = createRequire(import.meta.url);
-const { settings, LOCK } = require('../../infra/local/durable-level.cjs') as {
+const { settings, LOCK, IN_TURN } = require('../../infra/local/durable-level.cjs') as {
   settings: { compactMinBytes: number };
   LOCK: string;
+  IN_TURN: number;
 };
 
 const TABLE = 'loupe-storage-test';
@@ -165,6 +166,27 @@ describe('local store storage', () => {
       ExpressionAttributeValues: { ':p': 'ACTIVE' },
     });
     expect(byIndex.Items).toEqual([{ ...item, n: 2 }]);
+    await store.close();
+  });
+
+  it('lets the event loop turn during a long run of operations (a caller cannot hold the thread)', async () => {
+    const { store, doc } = await open(tempDir());
+    await doc.send('PutItem', { TableName: TABLE, Item: { pk: 'L', sk: 'warm' } });
+    let turns = 0;
+    let done = false;
+    const count = () => {
+      if (done) return;
+      turns++;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    for (let i = 0; i < 10 * IN_TURN; i++)
+      await doc.send('PutItem', { TableName: TABLE, Item: { pk: 'L', sk: String(i).padStart(4, '0') } });
+    done = true;
+    // Each turn of the loop lets at most IN_TURN answers through without another: 10 × IN_TURN puts (two
+    // or three answers each) take more than ten turns.
+    expect(turns).toBeGreaterThanOrEqual(10);
+    expect(await page(doc, 'L')).toHaveLength(10 * IN_TURN + 1);
     await store.close();
   });
 
