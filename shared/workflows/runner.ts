@@ -285,6 +285,10 @@ export async function continueRun(run: RunRecord, req: Omit<RunRequest, 'workflo
         }),
         run.deadlineAt,
       );
+      // A delivery's own timeout is cut to the time left (webhook.ts, email-delivery.ts), so it ends at the
+      // deadline too: whichever timer fires first, a delivery that failed with the deadline passed is the
+      // run passing its deadline, not the action failing.
+      if (!outcome.success && Date.now() >= run.deadlineAt) throw new DeadlinePassed();
       actionResults.push({
         actionId: a.id,
         order: a.order,
