@@ -60,6 +60,40 @@ const signalAll = (pids: number[], signal: NodeJS.Signals) => {
     }
 };
 
+/** The state letter of every thread of `pids` (/proc/<pid>/task/<tid>/stat; Linux), threads gone left out. */
+function threadStates(pids: number[]): string[] {
+  const states: string[] = [];
+  for (const pid of pids) {
+    let tids: string[] = [];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // ended meanwhile
+    }
+    for (const tid of tids)
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        states.push(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+      } catch {}
+  }
+  return states;
+}
+
+/**
+ * SIGSTOP to every process, then waits (at most 5 s) until every thread is stopped: the signal only
+ * queues the stop, and a thread running on another core goes on for a moment. A test that freezes a
+ * server and at once sends it a request must not find it still answering.
+ */
+function stopAll(pids: number[]): void {
+  signalAll(pids, 'SIGSTOP');
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 5000; waited++) {
+    if (threadStates(pids).every((st) => 'TtZX'.includes(st))) return;
+    Atomics.wait(nap, 0, 0, 1);
+  }
+  throw new Error(`processes ${pids.join(', ')} did not stop within 5 s of SIGSTOP`);
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -116,7 +150,7 @@ export async function startPostgres(): Promise<DbServer> {
         return pid ? processTree(pid) : [];
       },
       freeze() {
-        signalAll(this.pids(), 'SIGSTOP');
+        stopAll(this.pids());
       },
       thaw() {
         signalAll(this.pids(), 'SIGCONT');
@@ -218,7 +252,7 @@ export async function startMariadb(): Promise<DbServer | undefined> {
     faults: {
       pids: () => (proc.pid && proc.exitCode === null ? processTree(proc.pid) : []),
       freeze() {
-        signalAll(this.pids(), 'SIGSTOP');
+        stopAll(this.pids());
       },
       thaw() {
         signalAll(this.pids(), 'SIGCONT');
