@@ -614,8 +614,9 @@ export const peers: BenchModule = {
           e.clientCpu += (own.user + own.system) / 1000;
           e.calls += res.calls;
           e.seconds += res.calls / res.perSecond;
-          e.lat.push(...res.latencies);
-          e.errors.push(...res.errors);
+          // (a loop, not a spread: bare pg's 100,000 latencies would pass the call stack's limit)
+          for (const l of res.latencies) e.lat.push(l);
+          for (const x of res.errors) e.errors.push(x);
         }
 
       const toolbox1 = single.get('MCP Toolbox execute_sql');
