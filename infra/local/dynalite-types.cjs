@@ -96,8 +96,7 @@ function build(descriptor) {
             else throw typeError('Unexpected token received from parser');
             break;
           case 'object':
-            if (Array.isArray(val)) throw typeError(`Unrecognized collection type class java.lang.${type}`);
-            throw typeError('Start of structure or map found where not expected');
+            throw objectForScalar(val, `java.lang.${type}`);
         }
         return val;
       };
@@ -115,8 +114,7 @@ function build(descriptor) {
           case 'string':
             throw typeError(`STRING_VALUE cannot be converted to ${type}`);
           case 'object':
-            if (Array.isArray(val)) throw typeError(`Unrecognized collection type class java.lang.${type}`);
-            throw typeError('Start of structure or map found where not expected');
+            throw objectForScalar(val, `java.lang.${type}`);
         }
         return val;
       };
@@ -130,8 +128,7 @@ function build(descriptor) {
               `${val % 1 === 0 ? 'NUMBER_VALUE' : 'DECIMAL_VALUE'} cannot be converted to ${type}`,
             );
           case 'object':
-            if (Array.isArray(val)) throw typeError(`Unrecognized collection type class java.lang.${type}`);
-            throw typeError('Start of structure or map found where not expected');
+            throw objectForScalar(val, `java.lang.${type}`);
         }
         return val;
       };
@@ -142,8 +139,7 @@ function build(descriptor) {
           case 'number':
             throw typeError('only base-64-encoded strings are convertible to bytes');
           case 'object':
-            if (Array.isArray(val)) throw typeError('Unrecognized collection type class java.nio.ByteBuffer');
-            throw typeError('Start of structure or map found where not expected');
+            throw objectForScalar(val, 'java.nio.ByteBuffer');
         }
         if (val.length % 4)
           throw typeError(`Base64 encoded length is expected a multiple of 4 bytes but found: ${val.length}`);
@@ -153,96 +149,68 @@ function build(descriptor) {
         return val;
       };
     case 'List':
-      return (val) => {
-        switch (typeof val) {
-          case 'boolean':
-          case 'number':
-          case 'string':
-            throw typeError('Unexpected field type');
-          case 'object':
-            if (!Array.isArray(val)) throw typeError('Start of structure or map found where not expected');
-        }
-        const c = childFn();
-        return val.map((v) => c(v));
-      };
+      return collection(true, 'Unexpected field type', NOT_A_LIST, (val) => val.map(childFn()));
     case 'ParameterizedList':
-      return (val) => {
-        switch (typeof val) {
-          case 'boolean':
-          case 'number':
-          case 'string':
-            throw typeError(PARAMETERIZED);
-          case 'object':
-            if (!Array.isArray(val)) throw typeError('Start of structure or map found where not expected');
-        }
-        const c = childFn();
-        return val.map((v) => c(v));
-      };
+      return collection(true, PARAMETERIZED, NOT_A_LIST, (val) => val.map(childFn()));
     case 'ParameterizedMap':
-      return (val) => {
-        switch (typeof val) {
-          case 'boolean':
-          case 'number':
-          case 'string':
-            throw typeError(PARAMETERIZED);
-          case 'object':
-            if (Array.isArray(val))
-              throw typeError(
-                'Unrecognized collection type java.util.Map<java.lang.String, com.amazonaws.dynamodb.v20120810.AttributeValue>',
-              );
-        }
-        return mapOf(val, childFn());
-      };
+      return collection(
+        false,
+        PARAMETERIZED,
+        () =>
+          'Unrecognized collection type java.util.Map<java.lang.String, com.amazonaws.dynamodb.v20120810.AttributeValue>',
+        (val) => mapOf(val, childFn()),
+      );
     case 'Map':
-      return (val) => {
-        switch (typeof val) {
-          case 'boolean':
-          case 'number':
-          case 'string':
-            throw typeError('Unexpected field type');
-          case 'object':
-            if (Array.isArray(val))
-              throw typeError(
-                `Unrecognized collection type java.util.Map<java.lang.String, ${~subtype.indexOf('.') ? subtype : `com.amazonaws.dynamodb.v20120810.${subtype}`}>`,
-              );
-        }
-        return mapOf(val, childFn());
-      };
+      return collection(
+        false,
+        'Unexpected field type',
+        () =>
+          `Unrecognized collection type java.util.Map<java.lang.String, ${~subtype.indexOf('.') ? subtype : `com.amazonaws.dynamodb.v20120810.${subtype}`}>`,
+        (val) => mapOf(val, childFn()),
+      );
     case 'ValueStruct':
-      return (val) => {
-        switch (typeof val) {
-          case 'boolean':
-          case 'number':
-          case 'string':
-            throw typeError('Unexpected value type in payload');
-          case 'object':
-            if (Array.isArray(val))
-              throw typeError(
-                `Unrecognized collection type class com.amazonaws.dynamodb.v20120810.${subtype}`,
-              );
-        }
-        return childMapFn()(val);
-      };
+      return collection(
+        false,
+        'Unexpected value type in payload',
+        () => `Unrecognized collection type class com.amazonaws.dynamodb.v20120810.${subtype}`,
+        (val) => childMapFn()(val),
+      );
     case 'FieldStruct':
-      return (val) => {
-        switch (typeof val) {
-          case 'boolean':
-          case 'number':
-          case 'string':
-            throw typeError('Unexpected field type');
-          case 'object':
-            if (Array.isArray(val))
-              throw typeError(
-                `Unrecognized collection type class com.amazonaws.dynamodb.v20120810.${subtype}`,
-              );
-        }
-        return childMapFn()(val);
-      };
+      return collection(
+        false,
+        'Unexpected field type',
+        () => `Unrecognized collection type class com.amazonaws.dynamodb.v20120810.${subtype}`,
+        (val) => childMapFn()(val),
+      );
     default:
       return () => {
         throw new Error(`Unknown type: ${type}`);
       };
   }
+}
+
+/** The error for a list or a map where a scalar of Java class `javaClass` is wanted. */
+const objectForScalar = (val, javaClass) =>
+  typeError(
+    Array.isArray(val)
+      ? `Unrecognized collection type class ${javaClass}`
+      : 'Start of structure or map found where not expected',
+  );
+
+const NOT_A_LIST = () => 'Start of structure or map found where not expected';
+
+/**
+ * The checker of a list (`isList`) or of a map or structure: a boolean, number or string is refused with
+ * `scalarError`, an object of the other shape (a map for a list, an array for a map) with `shapeError()`;
+ * anything else goes to `body`. (The original's checkType, case by case, throws the same.)
+ */
+function collection(isList, scalarError, shapeError, body) {
+  return (val) => {
+    const t = typeof val;
+    if (t === 'boolean' || t === 'number' || t === 'string') throw typeError(scalarError);
+    if (t === 'object' && Array.isArray(val) !== isList) throw typeError(shapeError());
+    return body(val);
+  };
 }
 
 const PARAMETERIZED =
