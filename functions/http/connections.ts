@@ -26,6 +26,7 @@ const schema = lazy(() => import('../../shared/connections/schema'));
 const testing = lazy(() => import('../../shared/connections/test-connection'));
 const history = lazy(() => import('../../shared/connections/history'));
 const autoAnnotate = lazy(() => import('../../shared/connections/auto-annotate'));
+const safety = lazy(() => import('../../shared/connections/read-safety'));
 
 export const handler = httpHandler([
   on(api.listConnections, async ({ ctx, query }) => listConnections(ctx, query)),
@@ -42,6 +43,9 @@ export const handler = httpHandler([
   on(api.deleteConnection, async ({ ctx, params }) => ({ data: await deleteConnection(ctx, params.id) })),
   on(api.testConnection, async ({ ctx, params }) => ({
     data: await (await testing()).testConnection(ctx, params.id),
+  })),
+  on(api.getReadSafety, async ({ ctx, params }) => ({
+    data: await (await safety()).getReadSafety(ctx, params.id),
   })),
   on(api.getSchema, async ({ ctx, params }) => ({ data: await (await schema()).getSchema(ctx, params.id) })),
   on(api.refreshSchema, async ({ ctx, params }) => ({

@@ -22,19 +22,18 @@ const password = z.string().check(z.maxLength(4096));
 const allowedFunctions = describe(
   z
     .array(
-      z
-        .string()
-        .check(
-          z.trim(),
-          z.maxLength(128),
-          z.regex(
-            /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/,
-            'a function name or schema.name (letters, digits, _ and $)',
-          ),
+      z.string().check(
+        z.trim(),
+        z.maxLength(128),
+        // Each part an SQL identifier: unquoted (folded to lower case) or double-quoted (kept exactly, "" for ").
+        z.regex(
+          /^([A-Za-z_][A-Za-z0-9_$]*|"([^".]|"")+")(\.([A-Za-z_][A-Za-z0-9_$]*|"([^".]|"")+"))?$/,
+          'a function name or schema.name (letters, digits, _ and $; a double-quoted part keeps its case)',
         ),
+      ),
     )
     .check(z.maxLength(100)),
-  "Extension: stored (user-defined) functions the read-only guard lets reads call on POSTGRES, MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`); built-ins (and on POSTGRES the reviewed extensions' functions) need no listing, every other function is refused whatever its volatility label, and functions that sleep, lock, read files or run SQL text stay refused",
+  'Extension: stored (user-defined) functions the read-only guard lets reads call on POSTGRES, MYSQL, MARIADB and MSSQL connections (`name` or `schema.name`, each part an SQL identifier: unquoted parts fold to lower case, a double-quoted part such as `"Mark"` names exactly that function); built-ins (and on POSTGRES the reviewed extensions\' functions) need no listing, every other function is refused whatever its volatility label, and functions that sleep, lock, read files or run SQL text stay refused',
 );
 
 export const ConnectionCreate = z.object({
@@ -106,6 +105,34 @@ export const Connection = once(() =>
   }),
 );
 
+/** One way a PostgreSQL role can change something a read-only transaction does not contain. */
+export const ReadEscape = once(() =>
+  z.object({
+    kind: describe(
+      z.string(),
+      'superuser, replication, server-role, privileged-function, extension, c-function, untrusted-language, foreign-server, foreign-table or security-definer',
+    ),
+    object: describe(z.string(), 'The role, function, extension, foreign server or table'),
+    detail: z.string(),
+    revoke: describe(
+      z.array(z.string()),
+      'Statements an administrator can run (as the owner or a superuser) to close this escape',
+    ),
+  }),
+);
+
+export const ReadSafety = once(() =>
+  z.object({
+    mode: describe(
+      z.enum(['open', 'strict', 'not-applicable']),
+      "open: the role reaches no escape, reads rest on PostgreSQL's read-only transaction alone; strict: every read is also checked against the catalog (owner code needs allowedFunctions); not-applicable: not a PostgreSQL connection",
+    ),
+    escapes: z.array(ReadEscape()),
+    explanation: z.string(),
+    checkedAt: z.nullable(z.string()),
+  }),
+);
+
 export const TestResult = once(() =>
   z.object({
     success: z.boolean(),
@@ -114,6 +141,10 @@ export const TestResult = once(() =>
     schemaIntrospected: z.boolean(),
     tableCount: z.optional(z.number().check(z.int())),
     schemaError: z.optional(z.string()),
+    readSafety: describe(
+      z.optional(ReadSafety()),
+      'PostgreSQL, on success: the read mode and the escapes the role reaches (as GET /connections/{id}/read-safety)',
+    ),
   }),
 );
 
@@ -313,6 +344,17 @@ export const testConnection = endpoint({
   response: TestResult,
   errors: [422],
 });
+export const getReadSafety = endpoint({
+  method: 'GET',
+  path: '/connections/{id}/read-safety',
+  tag,
+  summary:
+    "What the connection's role can reach beyond a read-only transaction, and so how its reads are checked",
+  scope: 'connections',
+  params: IdParams,
+  response: ReadSafety,
+  errors: [422],
+});
 export const getSchema = endpoint({
   method: 'GET',
   path: '/connections/{id}/schema',
@@ -425,6 +467,7 @@ export const connectionEndpoints = [
   updateConnection,
   deleteConnection,
   testConnection,
+  getReadSafety,
   getSchema,
   refreshSchema,
   runQuery,

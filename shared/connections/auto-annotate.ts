@@ -215,6 +215,8 @@ async function sampleTable(
     maxRows: SAMPLE_ROWS,
     maxBytes: SAMPLE_MAX_BYTES,
     timeoutMs: SAMPLE_TIMEOUT_MS,
+    // Loupe's own sample: never JIT-compiled (drivers/types.ts ownQuery).
+    ownQuery: true,
   });
 }
 

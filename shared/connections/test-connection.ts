@@ -2,11 +2,13 @@ import type { AuthContext } from '../auth/context';
 import { connectionFailed, diagnose } from '../databases/diagnosis';
 import { driverFor } from '../databases/drivers';
 import { dbDeadlines, REQUEST_DB_BUDGET_MS } from '../databases/drivers/deadline';
+import { readSafety } from '../databases/run';
 import { isAppError } from '../platform/errors';
 import { outbox } from '../platform/events';
 import { nowIso } from '../platform/ids';
 import { logger } from '../platform/logger';
 import { loadConnection } from './connections';
+import { type ReadSafetyView, readSafetyView } from './read-safety';
 import { introspect, storeIntrospected } from './schema';
 import { loadSchema } from './schema-store';
 import { connectionStore, NO_INDEX_KEYS, type StoredDiagnosis } from './store';
@@ -19,6 +21,8 @@ export interface TestResult {
   schemaIntrospected: boolean;
   tableCount?: number;
   schemaError?: string;
+  /** PostgreSQL: the read mode and the escapes the role reaches (read-safety.ts). */
+  readSafety?: ReadSafetyView;
 }
 
 const place = (t: { type: string; host: string; port: number | null; database: string }) =>
@@ -104,6 +108,16 @@ export async function testConnection(ctx: AuthContext, connectionId: string): Pr
     message: `Connected to ${place(rec)}${rec.username ? ` as ${rec.username}` : ''}.`,
     schemaIntrospected: false,
   };
+  if (rec.type === 'POSTGRES')
+    try {
+      // Found now (one catalog query, JIT off): the test shows the mode reads will use.
+      result.readSafety = readSafetyView(await readSafety(target, { fresh: true }));
+    } catch (e) {
+      logger().warn('finding the escape inventory failed', {
+        connectionId: rec.id,
+        error: (e as Error)?.message,
+      });
+    }
   if (!(await loadSchema(rec.orgId, rec.id))) {
     try {
       // What is left of the request's budget after the test (the first success reads the schema too).

@@ -312,7 +312,13 @@ export async function sampleValues(
     runReadOnly(
       target,
       w.text,
-      { maxRows: SAMPLE_ROWS, maxBytes: QUERY_MAX_BYTES, timeoutMs: Math.min(QUERY_TIMEOUT_MS, left) },
+      // Loupe's own sample: never JIT-compiled (drivers/types.ts ownQuery).
+      {
+        maxRows: SAMPLE_ROWS,
+        maxBytes: QUERY_MAX_BYTES,
+        timeoutMs: Math.min(QUERY_TIMEOUT_MS, left),
+        ownQuery: true,
+      },
       cover,
     );
   const one = async (w: (typeof queue)[number]) => {

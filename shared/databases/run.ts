@@ -6,7 +6,8 @@
  * {code, position?}), 422 CONNECTION_FAILED (details.diagnosis).
  */
 
-import { assertPgCallsAllowed, pgReadCheck } from '../guard/postgres-catalog';
+import { assertPgCallsAllowed, type CatalogQuery, pgReadCheck } from '../guard/postgres-catalog';
+import { type PgReadSafety, pgReadMode, pgReadSafety } from '../guard/postgres-escapes';
 import type { PgCalls } from '../guard/postgres-grammar';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
@@ -72,16 +73,24 @@ export async function runReadOnly(
   const deadline = Date.now() + options.timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
   if (!statement.pg) return runChecked(target, text, { ...options, timeoutMs: left() });
-  const pg = judgedCalls(statement.pg, cover);
+  const query: CatalogQuery = (sql, o) =>
+    catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) });
   for (let attempt = 1; ; attempt++) {
-    // A remembered verdict costs no query here: the read's own transaction checks the catalog
-    // (guard/postgres-catalog.ts pgReadCheck), and fails before the statement when it changed.
-    const check = await pgReadCheck(target, pg, (sql, o) =>
-      catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
-    );
+    // Open mode (the role reaches no escape, guard/postgres-escapes.ts): PostgreSQL's read-only
+    // transaction is the guarantee; the read's own check only confirms that the inventory still stands,
+    // and the session is reset after it (owner code may have taken an advisory lock). Strict mode: the
+    // function rule (guard/postgres-catalog.ts); a remembered verdict costs no query here, the read's own
+    // transaction checks the catalog and fails before the statement when it changed.
+    const mode = await pgReadMode(target, query);
+    const check =
+      mode.mode === 'open' ? mode.check : await pgReadCheck(target, judgedCalls(statement.pg, cover), query);
+    const leavesNoSessionState = mode.mode === 'open' ? false : options.leavesNoSessionState;
     try {
-      return await runChecked(target, text, { ...options, timeoutMs: left(), preCheck: check }, (e) =>
-        check?.changed(e),
+      return await runChecked(
+        target,
+        text,
+        { ...options, leavesNoSessionState, timeoutMs: left(), preCheck: check },
+        (e) => check?.changed(e),
       );
     } catch (e) {
       if (!(e instanceof CatalogChanged)) throw e;
@@ -94,6 +103,20 @@ export async function runReadOnly(
         );
     }
   }
+}
+
+/**
+ * What a PostgreSQL connection's role can reach beyond a read-only transaction, and so the mode its
+ * reads run in (guard/postgres-escapes.ts); `fresh` finds it again now instead of the remembered one.
+ */
+export function readSafety(target: ConnectionTarget, opts: { fresh?: boolean } = {}): Promise<PgReadSafety> {
+  const { statementMs } = dbDeadlines();
+  return pgReadSafety(
+    target,
+    (sql, o) =>
+      catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? statementMs, statementMs) }),
+    opts,
+  );
 }
 
 /** The read's catalog check failed (the server was written to, or its catalog changed): the statement did not run. */
@@ -111,11 +134,13 @@ export function judgeReadSet(
 ): Promise<ReadJudgement[]> {
   const deadline = Date.now() + opts.timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
-  return judgeReads(target, texts, (calls: PgCalls) =>
-    assertPgCallsAllowed(target, calls, (sql, o) =>
-      catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) }),
-    ),
-  );
+  const query: CatalogQuery = (sql, o) =>
+    catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? left(), left()) });
+  return judgeReads(target, texts, async (calls: PgCalls) => {
+    // Open mode: every read is allowed (nothing it runs can escape the read-only transaction).
+    if ((await pgReadMode(target, query)).mode === 'open') return;
+    await assertPgCallsAllowed(target, calls, query);
+  });
 }
 
 /**
@@ -132,8 +157,10 @@ export async function classifyOnConnection(
   if (verdict.kind !== 'read' || target.type !== 'POSTGRES') return verdict;
   const statement = await verifyRead(target.type, text);
   if (!statement.pg) return verdict;
+  const query: CatalogQuery = (sql, o) => catalogRead(target, sql, o);
   try {
-    await assertPgCallsAllowed(target, statement.pg, (sql, o) => catalogRead(target, sql, o));
+    if ((await pgReadMode(target, query)).mode === 'open') return verdict;
+    await assertPgCallsAllowed(target, statement.pg, query);
   } catch (e) {
     if (e instanceof AppError && e.code === 'READ_ONLY_VIOLATION')
       return { kind: 'write', statementType: 'FUNCTION' };
@@ -163,6 +190,7 @@ function catalogRead(
     readOnly: true,
     kind: 'select',
     leavesNoSessionState: true,
+    ownQuery: true,
   });
 }
 

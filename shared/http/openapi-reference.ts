@@ -121,6 +121,10 @@ export const OPERATION_ERRORS: Record<string, Record<number, string[]>> = {
   },
   'POST /conversations': { 404: ['NOT_FOUND'] },
   'POST /connections/{id}/test': { 422: ['CONNECTION_FAILED', 'INTROSPECTION_FAILED'] },
+  'GET /connections/{id}/read-safety': {
+    422: ['CONNECTION_FAILED', 'CONNECTION_INACTIVE', 'QUERY_FAILED'],
+    504: ['QUERY_TIMEOUT'],
+  },
   'POST /connections/{id}/schema': {
     422: ['CONNECTION_FAILED', 'CONNECTION_INACTIVE', 'INTROSPECTION_FAILED'],
   },
@@ -206,6 +210,8 @@ export const OPERATION_DESCRIPTIONS: Record<string, string> = {
     'Connects, and on success reads and caches the schema (`schemaIntrospected`) and reactivates the connection. A failure is still 200 with `success: false` and a diagnosis naming the step, host, port, database and user.',
   'POST /connections/{id}/query':
     "Runs one read: the statement must be one read on the database's own grammar, with every function allowed; it runs in a read-only transaction under a 25 s timeout, at most `maxRows` rows (1,000 by default, up to 10,000) and 5 MiB (`truncated`). Every attempt is in the query history.",
+  'GET /connections/{id}/read-safety':
+    "PostgreSQL: the escape inventory of the connection's role, found now with one catalog query (JIT off): every way it can change something a read-only transaction does not contain (another session through dblink or postgres_fdw, files, programs, a superuser, an unreviewed C extension, an untrusted language, a SECURITY DEFINER function whose owner reaches one), each with the REVOKE statements that close it. With none, reads run in open mode on PostgreSQL's guarantees alone; with any, in strict mode (every read also checked against the catalog). Other databases answer `not-applicable`.",
   'GET /connections/{id}/schema':
     'The cached schema; 404 before the first introspection (test the connection or refresh the schema).',
   'POST /connections/{id}/annotations/auto':
@@ -276,6 +282,7 @@ export const RESOURCE_SCHEMAS: Record<string, string> = {
   'GET /conversations/{id}/messages': 'Message',
   'GET /connections/{id}': 'Connection',
   'POST /connections/{id}/test': 'ConnectionTestResult',
+  'GET /connections/{id}/read-safety': 'ReadSafety',
   'GET /connections/{id}/schema': 'CachedSchema',
   'POST /connections/{id}/query': 'QueryResult',
   'GET /connections/{id}/queries': 'QueryHistoryEntry',

@@ -47,7 +47,9 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
       `SELECT count(*)::int AS n, string_agg(id || ':' || v, ',' ORDER BY id) AS rows FROM u`,
     );
     const seq = await admin.query('SELECT is_called FROM s');
-    const locks = await admin.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'`);
+    const locks = await admin.query(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
     const brin = await admin
       .query(`SELECT count(*)::int AS n FROM brin_page_items(get_raw_page('u_brin', 2), 'u_brin')`)
       .catch(() => ({ rows: [{ n: -1 }] }));
@@ -390,7 +392,9 @@ describe('PostgreSQL: hostile statements are refused and change nothing', () => 
     });
 
   it('leaves no advisory lock held by the pool and every other session alive', async () => {
-    const locks = await admin.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'`);
+    const locks = await admin.query(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
     expect(locks.rows[0].n).toBe(0);
     expect((await victim.query('SELECT pg_backend_pid() AS pid')).rows[0].pid).toBe(victimPid);
   });

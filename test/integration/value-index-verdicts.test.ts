@@ -42,14 +42,17 @@ describe('value sampling: catalog lookups and refused tables', () => {
   beforeAll(async () => {
     await createPostgresDatabase(info, DB);
     // Created by the administrator: the connection's login is not the owner, so policies apply to it.
+    // dblink (EXECUTE to PUBLIC, as CREATE EXTENSION leaves it) is an escape: the connection reads in
+    // strict mode, where the function rule judges each read (in open mode nothing would be refused).
     await postgresAdmin(
       info,
       DB,
-      `${PLAIN.map(
-        (t, i) =>
-          `CREATE TABLE ${t} (id integer PRIMARY KEY, label text);
+      `CREATE EXTENSION dblink;
+       ${PLAIN.map(
+         (t, i) =>
+           `CREATE TABLE ${t} (id integer PRIMARY KEY, label text);
            INSERT INTO ${t} SELECT g, 'Label ${i}-' || (g % 3) FROM generate_series(1, 30) g;`,
-      ).join('\n')}
+       ).join('\n')}
        CREATE FUNCTION public.owner_visible(t text) RETURNS boolean LANGUAGE plpgsql STABLE
          AS 'BEGIN RETURN true; END';
        CREATE FUNCTION public.owner_check(t text) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true';

@@ -48,6 +48,12 @@ export interface QueryOptions {
    * `inPreCheck: true`.
    */
   preCheck?: { sql: string; onRow(row: Record<string, unknown>): void };
+  /**
+   * Loupe's own SQL (catalog checks, the escape inventory, value and annotation samples): PostgreSQL
+   * runs it with JIT off, so that a large catalog or table is never compiled by LLVM for seconds. A
+   * user's statement keeps the database's own settings (only the pre-check before it runs without JIT).
+   */
+  ownQuery?: boolean;
 }
 
 export interface QueryResult {
