@@ -6,9 +6,15 @@
  * {code, position?}), 422 CONNECTION_FAILED (details.diagnosis).
  */
 
-import { assertPgCallsAllowed, type CatalogQuery, pgReadCheck } from '../guard/postgres-catalog';
+import {
+  assertPgCallsAllowed,
+  type CatalogCheck,
+  type CatalogQuery,
+  pgReadCheck,
+} from '../guard/postgres-catalog';
 import { type PgReadSafety, pgReadMode, pgReadSafety } from '../guard/postgres-escapes';
-import type { PgCalls } from '../guard/postgres-grammar';
+import type { PgCalls, PgName } from '../guard/postgres-grammar';
+import { lockRelationsSql } from '../guard/postgres-locks';
 import { classifyStatement, verifyRead } from '../guard/read';
 import { AppError, validationError } from '../platform/errors';
 import {
@@ -83,7 +89,12 @@ export async function runReadOnly(
     // transaction checks the catalog and fails before the statement when it changed.
     const mode = await pgReadMode(target, query);
     const check =
-      mode.mode === 'open' ? mode.check : await pgReadCheck(target, judgedCalls(statement.pg, cover), query);
+      mode.mode === 'open'
+        ? mode.check
+        : lockedFirst(
+            await pgReadCheck(target, judgedCalls(statement.pg, cover), query),
+            statement.pg.relations,
+          );
     const leavesNoSessionState = mode.mode === 'open' ? false : options.leavesNoSessionState;
     try {
       return await runChecked(
@@ -117,6 +128,18 @@ export function readSafety(target: ConnectionTarget, opts: { fresh?: boolean } =
       catalogRead(target, sql, { ...o, timeoutMs: Math.min(o.timeoutMs ?? statementMs, statementMs) }),
     opts,
   );
+}
+
+/**
+ * Strict mode: the relations the statement names are locked (ACCESS SHARE) before the catalog check, so
+ * that nothing they run can be replaced between the check and the statement (guard/postgres-locks.ts).
+ */
+function lockedFirst(
+  check: CatalogCheck | undefined,
+  relations: readonly PgName[],
+): CatalogCheck | undefined {
+  const lock = check && lockRelationsSql(relations);
+  return check && lock ? { ...check, sql: `${lock}; ${check.sql}` } : check;
 }
 
 /** The read's catalog check failed (the server was written to, or its catalog changed): the statement did not run. */

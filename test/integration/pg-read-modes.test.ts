@@ -216,6 +216,54 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
     expect(await marks(STRICT)).toBe(before);
   });
 
+  it('strict mode: a view replaced while the read waits on a lock is judged again, and the marker is unchanged', async () => {
+    await asLogin(
+      info,
+      STRICT,
+      `CREATE TABLE public.locked (id int); INSERT INTO public.locked VALUES (1);
+       CREATE VIEW public.plain AS SELECT 1 AS m;`,
+    );
+    const sql = 'SELECT * FROM public.locked CROSS JOIN public.plain';
+    // Judged once while harmless: the verdict is remembered.
+    expect((await s.call('POST', `/connections/${strictId}/query`, { body: { sql } })).status).toBe(200);
+    const before = await marks(STRICT);
+    const attacker = new pg.Client({
+      host: info.host,
+      port: info.port,
+      user: info.user,
+      password: info.password,
+      database: STRICT,
+    });
+    await attacker.connect();
+    try {
+      await attacker.query('BEGIN; LOCK TABLE public.locked IN ACCESS EXCLUSIVE MODE');
+      const read = s.call('POST', `/connections/${strictId}/query`, { body: { sql } });
+      // Loupe's session waits on the lock …
+      const until = Date.now() + 10_000;
+      let waiting = 0;
+      while (!waiting && Date.now() < until) {
+        waiting = (
+          await postgresAdmin(
+            info,
+            STRICT,
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'loupe' AND wait_event_type = 'Lock'`,
+          )
+        )[0].n;
+        if (!waiting) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(waiting).toBe(1);
+      // … while the view is replaced by one that writes through dblink, and committed.
+      await attacker.query("CREATE OR REPLACE VIEW public.plain AS SELECT public.mark('race') AS m; COMMIT");
+      const r = await read;
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'READ_ONLY_VIOLATION', details: { via: 'view' } });
+      expect(await marks(STRICT)).toBe(before);
+    } finally {
+      await attacker.query('ROLLBACK').catch(() => {});
+      await attacker.end();
+    }
+  });
+
   it('a GRANT that gives the login an escape turns the connection strict before the next statement runs', async () => {
     const t = target(OPEN, `modes-grant-${suffix}`);
     expect((await readSafety(t)).mode).toBe('open');
@@ -284,8 +332,11 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
       const after = await readSafety(t, { fresh: true });
       expect(after.escapes).toEqual([]);
       expect(after.mode).toBe('open');
-      const r = await runReadOnly(t, 'SELECT public.definer() AS d');
-      expect(r.rows).toEqual([{ d: 1 }]);
+      // The REVOKE closed the definer too: the login may no longer call it; other reads run in open mode.
+      await expect(runReadOnly(t, 'SELECT public.definer() AS d')).rejects.toMatchObject({
+        message: expect.stringMatching(/permission denied for function definer/),
+      });
+      expect((await runReadOnly(t, 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     } finally {
       forgetEscapeInventories();
     }
