@@ -20,7 +20,10 @@ import {
   postgresAdmin,
   postgresConnection,
 } from '../support/connections';
+import { type FakeOpenAI, startFakeOpenAI } from '../support/fake-openai';
 import type { DbInfo } from '../support/global-setup';
+import { mcpClient } from '../support/mcp';
+import { readPaths } from '../support/read-paths';
 import { startTestServer, type TestServer } from '../support/server';
 
 const stock = inject('stockPostgres');
@@ -59,6 +62,8 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
   const OPEN = `modes_open_${suffix}`;
   const STRICT = `modes_strict_${suffix}`;
   let s: TestServer;
+  let fake: FakeOpenAI;
+  let mcp: Awaited<ReturnType<typeof mcpClient>>;
   let openId: string;
   let strictId: string;
   const target = (db: string, id = `modes-${db}`): ConnectionTarget => ({
@@ -108,13 +113,19 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
          CREATE VIEW public.doubled AS SELECT id, public.helper(id) AS d FROM public.places;`,
       );
     }
-    s = await startTestServer();
+    fake = await startFakeOpenAI();
+    s = await startTestServer({
+      env: { OPENAI_API_KEY: fake.apiKey, OPENAI_BASE_URL: fake.url, LOUPE_MODEL: 'test-model' },
+    });
+    mcp = await mcpClient(s);
     openId = await createConnection(s, postgresConnection(info, { database: OPEN, name: 'open' }));
     strictId = await createConnection(s, postgresConnection(info, { database: STRICT, name: 'strict' }));
   });
 
   afterAll(async () => {
+    await mcp?.client.close();
     await s?.stop();
+    await fake?.stop();
     await closeAllDrivers();
   });
 
@@ -152,6 +163,26 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
       body: { sql: 'SELECT public.helper(21) AS h' },
     });
     expect(h.body.data.rows).toEqual([{ h: 42 }]);
+  });
+
+  it('open mode, on every read path (query, widget, saved query, metric, workflow step, chat tool, MCP): owner code and PostGIS comparisons answer; a write is refused', async () => {
+    const d = await s.call('POST', '/dashboards', { body: { title: `Modes ${suffix}` } });
+    expect(d.status, d.text).toBe(201);
+    const paths = readPaths(s, {
+      fake,
+      mcp: mcp.client,
+      connectionId: openId,
+      dashboardId: d.body.data.id,
+      tag: OPEN,
+    });
+    for (const [name, read] of paths) {
+      const r = await read("SELECT public.helper(21) AS h FROM places WHERE geo = 'POINT(0 0)'::geography");
+      expect(r.status, `${name}: ${r.text}`).toBe(200);
+      expect(JSON.stringify(r.body.data), name).toContain('42');
+      const w = await read('DELETE FROM places');
+      expect(w.status, `${name}: ${w.text}`).toBe(400);
+    }
+    expect((await asLogin(info, OPEN, 'SELECT count(*)::int AS n FROM places'))[0].n).toBe(2);
   });
 
   it("open mode keeps the statement's own grammar checks", async () => {
