@@ -100,7 +100,13 @@ export async function runReadOnly(
       return await runChecked(
         target,
         text,
-        { ...options, leavesNoSessionState, timeoutMs: left(), preCheck: check },
+        {
+          ...options,
+          leavesNoSessionState,
+          lightReset: mode.mode === 'open',
+          timeoutMs: left(),
+          preCheck: check,
+        },
         (e) => check?.changed(e),
       );
     } catch (e) {

@@ -109,6 +109,7 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
            BEGIN PERFORM public.dblink_exec('${conninfo}', pg_catalog.format('INSERT INTO public.marker VALUES (%L)', note)); RETURN 1; END $f$;
          CREATE FUNCTION public.hold_lock(k bigint) RETURNS int LANGUAGE plpgsql STABLE AS $f$ BEGIN PERFORM pg_catalog.pg_advisory_lock(k); RETURN 1; END $f$;
          CREATE FUNCTION public.change_setting() RETURNS text LANGUAGE plpgsql STABLE AS $f$ BEGIN RETURN pg_catalog.set_config('work_mem', '7MB', false); END $f$;
+         CREATE FUNCTION public.make_prepared() RETURNS int LANGUAGE plpgsql VOLATILE AS $f$ BEGIN EXECUTE 'PREPARE loupe_left_behind AS SELECT 1'; RETURN 1; END $f$;
          CREATE FUNCTION public.make_temp() RETURNS int LANGUAGE plpgsql VOLATILE AS $f$ BEGIN CREATE TEMP TABLE loupe_left_behind (x int); RETURN 1; END $f$;
          CREATE VIEW public.doubled AS SELECT id, public.helper(id) AS d FROM public.places;`,
       );
@@ -206,7 +207,7 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
     const key = 4_300_000 + (process.pid % 100_000);
     const r = await runReadOnly(
       t,
-      `SELECT public.hold_lock(${key}) AS l, public.change_setting() AS s, pg_backend_pid() AS pid`,
+      `SELECT public.hold_lock(${key}) AS l, public.change_setting() AS s, public.make_prepared() AS p, pg_backend_pid() AS pid`,
     );
     const pid = Number(r.rows[0].pid);
     // The lock is released by the reset that follows the read (before the session goes back to the pool).
@@ -225,11 +226,14 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
     expect(held).toBe(0);
     // The next read on the same pooled session: the setting is the server's again.
     const driver = await driverFor(t);
-    let again = await runReadOnly(t, "SELECT current_setting('work_mem') AS w, pg_backend_pid() AS pid");
-    for (let i = 0; i < 20 && Number(again.rows[0].pid) !== pid; i++)
-      again = await runReadOnly(t, "SELECT current_setting('work_mem') AS w, pg_backend_pid() AS pid");
+    const probe =
+      "SELECT current_setting('work_mem') AS w, (SELECT count(*)::int FROM pg_prepared_statements) AS prepared, pg_backend_pid() AS pid";
+    let again = await runReadOnly(t, probe);
+    for (let i = 0; i < 20 && Number(again.rows[0].pid) !== pid; i++) again = await runReadOnly(t, probe);
     expect(Number(again.rows[0].pid)).toBe(pid);
+    // The setting was undone by ROLLBACK; the prepared statement (which survives a ROLLBACK) by the reset.
     expect(again.rows[0].w).not.toBe('7MB');
+    expect(again.rows[0].prepared).toBe(0);
     // A temporary table cannot even be made: the read-only transaction refuses it.
     await expect(runReadOnly(t, 'SELECT public.make_temp()')).rejects.toMatchObject({
       message: expect.stringMatching(/read-only transaction/),

@@ -54,6 +54,12 @@ export interface QueryOptions {
    * user's statement keeps the database's own settings (only the pre-check before it runs without JIT).
    */
   ownQuery?: boolean;
+  /**
+   * PostgreSQL open mode (guard/postgres-escapes.ts): the reset after the read releases session advisory
+   * locks and prepared statements only (drivers/postgres.ts LIGHT_RESET), the state a rolled-back
+   * read-only transaction can leave, instead of DISCARD ALL and the session settings.
+   */
+  lightReset?: boolean;
 }
 
 export interface QueryResult {
