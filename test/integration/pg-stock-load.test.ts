@@ -99,6 +99,24 @@ describe.skipIf(!stock)("many first reads at once on Debian's PostgreSQL with JI
     });
   }
 
+  it('32 clients reading one shape for 5 s: every answer 200 (the rate is in the bench)', async () => {
+    const sql = 'SELECT status, count(*) AS n FROM orders WHERE customer_id = 9 GROUP BY status';
+    const until = Date.now() + 5_000;
+    const statuses = new Map<number, number>();
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        // Bounded in count as well as time.
+        for (let i = 0; i < 2_000 && Date.now() < until; i++) {
+          const r = await s.call('POST', `/connections/${ids.open}/query`, { body: { sql } });
+          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        }
+      }),
+    );
+    expect([...statuses.keys()]).toEqual([200]);
+    expect(statuses.get(200)).toBeGreaterThan(32);
+    expect(await settled(5_000)).toBe(0);
+  });
+
   it('the read mode of each connection is the one expected', async () => {
     expect((await s.call('GET', `/connections/${ids.open}/read-safety`)).body.data.mode).toBe('open');
     expect((await s.call('GET', `/connections/${ids.strict}/read-safety`)).body.data.mode).toBe('strict');

@@ -10,6 +10,7 @@ import { TextField } from '../components/text-field';
 import { submitWith, useSubmit } from '../components/use-submit';
 import { href } from '../router';
 import { AnnotationEditor } from './annotations';
+import { type ReadSafety, ReadSafetySection } from './read-safety';
 
 /** Connections: the list with status, one connection's schema (searchable) and its test with diagnosis. */
 export function ConnectionsPage({ id }: { id?: string }) {
@@ -81,7 +82,12 @@ export function ConnectionsPage({ id }: { id?: string }) {
 
 function ConnectionDetail({ connection: c, onChanged }: { connection: Connection; onChanged: () => void }) {
   const [search, setSearch] = useState('');
-  const [test, setTest] = useState<{ success: boolean; message: string; latency: number } | null>(null);
+  const [test, setTest] = useState<{
+    success: boolean;
+    message: string;
+    latency: number;
+    readSafety?: ReadSafety;
+  } | null>(null);
   const [testError, setTestError] = useState<ApiError | null>(null);
   const [testing, setTesting] = useState(false);
   const schema = useLoad(
@@ -173,6 +179,7 @@ function ConnectionDetail({ connection: c, onChanged }: { connection: Connection
         <ConnectionAdmin connection={c} onChanged={onChanged} />
         <ConnectionForm existing={c} onSaved={onChanged} />
       </AdminOnly>
+      <ReadSafetySection connection={c} tested={test} />
       <h3>Schema</h3>
       <p>
         <span class="muted">
