@@ -25,10 +25,17 @@
  * closed instead (the server stops at its next write). One read therefore holds its capped result plus at
  * most one row in flight, and one row is at most MESSAGE_LIMIT_BYTES on the wire (8 MiB + 64 KiB).
  *
+ * Past a read's deadline (the server could not end it: frozen, black-holed, or compiling its plan with
+ * LLVM, which checks for no interrupt) the answer is given at once and the socket destroyed; then, in the
+ * background and bounded, the backend is cancelled and, still there after a grace, terminated, from
+ * another session of the same role, and the client dropped from the pool (endBackend; "Past the
+ * deadline" in docs/internals/database-sessions.md).
+ *
  * Writes (readOnly: false, approved statements) await COMMIT, and their session is closed, not pooled.
  * Values: int8/numeric as strings, date/time as ISO strings (kept at full precision), bytea as base64, json as objects.
  */
 import pg from 'pg';
+import { logger } from '../../platform/logger';
 import { checkedSocket } from '../host-policy';
 import { RowCollector, rowOf, uniqueColumns } from '../values';
 import { boundComments, COMMENT_READ_CHARS } from './comments';
@@ -112,6 +119,16 @@ const typeParsers = {
 export const RESET_SESSION = 'DISCARD ALL';
 
 /**
+ * The reset after an open-mode read (opts.lightReset): owner code may have run, but only inside a
+ * read-only transaction that ended with ROLLBACK, which already undid every setting, dropped the
+ * cursors it declared (a holdable cursor survives only a COMMIT), its LISTENs and NOTIFYs, and could not
+ * create a temporary table. What a rolled-back read can still leave on the session is a session-level
+ * advisory lock and a prepared statement: this releases and drops them, in one message that the
+ * answer does not wait for (docs/internals/read-modes.md).
+ */
+export const LIGHT_RESET = 'SELECT pg_catalog.pg_advisory_unlock_all(); DEALLOCATE ALL';
+
+/**
  * Settings every pooled session has, set once per connection (after it opens, and after each DISCARD
  * ALL, which resets them). A read cannot change them for later reads: it ends with ROLLBACK, which undoes
  * every SET and set_config of its transaction. Sent as one simple-query message, so each entry is one
@@ -151,6 +168,33 @@ const CURSOR_PREFIX = 'DECLARE loupe_cursor NO SCROLL CURSOR FOR ';
 export const PIN_SEARCH_PATH =
   "SELECT pg_catalog.set_config('search_path', pg_catalog.btrim(pg_catalog.regexp_replace(pg_catalog.current_setting('search_path'), '(^|,)[[:space:]]*(pg_catalog|\"pg_catalog\")[[:space:]]*(?=,|$)', '', 'gi'), ', '), true)";
 
+/**
+ * The first message of a transaction: BEGIN (READ ONLY for a read) and the statement timeout; for a read
+ * also `standard_conforming_strings` on (the guard reads strings as the server does with it on: a role
+ * or database that turns it off cannot make the server read the statement differently) and the pinned
+ * search_path and the pre-check, all with JIT off (our own text must never be compiled by LLVM: a
+ * compile can take seconds and ignores cancellation), then JIT restored to the database's own setting
+ * for the user's statement (`SET LOCAL jit TO DEFAULT`: the value the session would have without it,
+ * role and database settings included). Loupe's own reads (`ownQuery`) keep JIT off throughout.
+ */
+export function beginText(
+  readOnly: boolean,
+  timeoutMs: number,
+  preCheck: string | undefined,
+  ownQuery: boolean,
+): string {
+  const parts = [readOnly ? 'BEGIN READ ONLY' : 'BEGIN', `SET LOCAL statement_timeout = ${timeoutMs}`];
+  if (!readOnly) return parts.join('; ');
+  // JIT off before anything of ours (on a role with jit_above_cost 0 even the pin would be compiled).
+  parts.push('SET LOCAL standard_conforming_strings = on', JIT_OFF, PIN_SEARCH_PATH);
+  if (preCheck) parts.push(preCheck);
+  if (!ownQuery) parts.push('SET LOCAL jit TO DEFAULT');
+  return parts.join('; ');
+}
+
+/** JIT off for the rest of the transaction (the setting exists on every supported server, with or without LLVM). */
+export const JIT_OFF = 'SET LOCAL jit = off';
+
 /** Removes trailing semicolons (and whitespace) so the statement can follow DECLARE … FOR. */
 export const withoutTrailingSemicolons = (text: string) => text.replace(/[\s;]+$/, '');
 
@@ -175,6 +219,21 @@ type Client = pg.PoolClient & {
 
 /** How long the statements that close a session (ROLLBACK, DISCARD ALL) may take before it is destroyed. */
 const CLEANUP_MS = 2_000;
+
+/** Past a deadline: how long a cancelled backend has to end before it is terminated. */
+export const BACKEND_GRACE_MS = 1_000;
+/** Past a deadline: the most each statement that signals the backend may take. */
+const BACKEND_STEP_MS = 2_000;
+
+/**
+ * Cancels the backend `$1` when it is still there (one of the role's own: pg_stat_activity shows a
+ * role its own sessions), answering its start time, which names it with its pid. Our own text, qualified.
+ */
+const CANCEL_BACKEND =
+  'SELECT pg_catalog.pg_cancel_backend(a.pid) AS cancelled, a.backend_start::pg_catalog.text AS started FROM pg_catalog.pg_stat_activity a WHERE a.pid = $1';
+/** Terminates the backend `$1` when it is still there and is the one that started at `$2`. */
+const TERMINATE_BACKEND =
+  'SELECT pg_catalog.pg_terminate_backend(a.pid) AS terminated FROM pg_catalog.pg_stat_activity a WHERE a.pid = $1 AND a.backend_start::pg_catalog.text = $2';
 
 type Field = { name: string };
 type StreamedEnd = { fields: Field[]; rowCount: number | null };
@@ -253,6 +312,152 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     (client as unknown as { connection?: { stream?: { destroy?(): void } } }).connection?.stream?.destroy?.();
   };
 
+  /** Set once the role was refused the right to signal its own backends (42501): logged once per driver. */
+  let signalRefused = false;
+  /** The short-lived session the cleanups in progress share (signallingSession), while one is open. */
+  let shortLived: { client: pg.Client; users: number; broken: boolean; ready: Promise<unknown> } | undefined;
+
+  /**
+   * A session to signal a backend from (docs/internals/database-sessions.md, "Past the deadline"): an idle
+   * pooled one when there is one, else a short-lived one opened like the pool's (same credentials, TLS, the
+   * host policy's checked socket and the bounded connect timeout). `done(broken)` gives it back.
+   */
+  async function signallingSession(): Promise<{
+    client: pg.ClientBase;
+    pooled: boolean;
+    done(broken?: boolean): void;
+  }> {
+    if (pool.idleCount > 0 && !pool.ending) {
+      // pg-pool hands out an idle client at once; bounded all the same (it may queue behind a waiter).
+      const got = pool.connect() as Promise<Client>;
+      const client = await withTimer(
+        got,
+        deadlines.connectMs,
+        () => new ConnectTimeoutError(deadlines.connectMs),
+        () =>
+          void got.then(
+            (c) => c.release(),
+            () => {},
+          ),
+      ).catch(() => undefined);
+      if (client && !client.loupeBroken)
+        return {
+          client,
+          pooled: true,
+          done: (broken) => {
+            if (broken) destroy(client);
+            client.release(client.loupeBroken ? true : undefined);
+          },
+        };
+      client?.release(true);
+    }
+    // One short-lived session, shared by the cleanups that run at once (a pg client runs its queries in
+    // turn; each statement is a few ms), so many reads timing out together open one more session, not many.
+    let s = shortLived;
+    if (!s || s.broken) {
+      const options = (pool as unknown as { options: pg.ClientConfig }).options;
+      // The pool's own options (host, TLS, checked socket, connect timeout); pg-pool keeps the password
+      // out of their enumerable keys.
+      const client = new pg.Client({
+        ...options,
+        password: target.password,
+        application_name: 'loupe-cleanup',
+      } as pg.ClientConfig);
+      client.on('error', () => {});
+      // pg's connectionTimeoutMillis (the pool's connect timeout) bounds the connect and ends the socket.
+      s = { client, users: 0, broken: false, ready: client.connect() };
+      shortLived = s;
+    }
+    const session = s;
+    session.users++;
+    const leave = (broken: boolean) => {
+      session.users--;
+      if (broken) session.broken = true;
+      if (session.users > 0 && !session.broken) return;
+      if (shortLived === session) shortLived = undefined;
+      if (session.users > 0) return; // the last user of a broken one ends it
+      const socket = (session.client as unknown as { connection?: { stream?: { destroy?(): void } } })
+        .connection?.stream;
+      session.client.end().catch(() => {});
+      // A polite end the server does not answer is not waited for.
+      setTimeout(() => socket?.destroy?.(), CLEANUP_MS).unref();
+    };
+    try {
+      await session.ready;
+    } catch (e) {
+      leave(true);
+      throw e;
+    }
+    return { client: session.client, pooled: false, done: (broken) => leave(broken === true) };
+  }
+
+  /**
+   * Past a deadline: the backend `pid` is cancelled (pg_cancel_backend), then, when it is still there after
+   * BACKEND_GRACE_MS, terminated (pg_terminate_backend), from another session of the same role. Each step
+   * is bounded (the connect timeout, BACKEND_STEP_MS per statement); nothing waits for the backend to obey
+   * (a JIT compile checks for no interrupt: it ends, and then its backend, when the compile is over). The
+   * backend is named by pid and start time, so a pid the server gave again to a new session is left alone.
+   * Never throws.
+   */
+  async function endBackend(pid: number): Promise<void> {
+    let session: Awaited<ReturnType<typeof signallingSession>> | undefined;
+    let broken = false;
+    const step = <T>(p: Promise<T>) =>
+      withTimer(
+        p,
+        BACKEND_STEP_MS,
+        () => new Error('signalling the backend timed out'),
+        () => {
+          broken = true;
+        },
+      );
+    try {
+      session = await signallingSession();
+      const cancelled = await step(session.client.query<{ started: string }>(CANCEL_BACKEND, [pid]));
+      const started = cancelled.rows[0]?.started;
+      if (started === undefined) return; // already gone
+      // A pooled session goes back to the pool for the grace; a short-lived one is kept for the next step.
+      if (session.pooled) {
+        session.done();
+        session = undefined;
+      }
+      await new Promise((r) => setTimeout(r, BACKEND_GRACE_MS));
+      session ??= await signallingSession();
+      await step(session.client.query(TERMINATE_BACKEND, [pid, started]));
+    } catch (e) {
+      if ((e as { code?: unknown })?.code === '42501' && !signalRefused) {
+        signalRefused = true;
+        logger().warn(
+          "The database role may not signal its own backends (42501): a read past its deadline is not cancelled or terminated by Loupe; the server's statement_timeout still ends it (after a JIT compile, when the compile ends).",
+          { connectionId: target.id },
+        );
+      }
+    } finally {
+      session?.done(broken);
+    }
+  }
+
+  /**
+   * Releases a client whose read ran past its deadline (its socket already destroyed, the answer already
+   * given): its backend is ended first (endBackend), then the client is dropped from the pool. Until then
+   * it holds its place in the pool, so a database still busy with it is not given a replacement at once.
+   */
+  const dropPastDeadline = (client: Client) => {
+    // The backend's pid, from its BackendKeyData (pg sets it when the session opens).
+    const pid = (client as unknown as { processID?: number | null }).processID;
+    const ended = typeof pid === 'number' && pid > 0 ? endBackend(pid) : Promise.resolve();
+    // Dropped when the steps are done, and at the latest when they could have been done (each is bounded).
+    const most = 2 * deadlines.connectMs + BACKEND_GRACE_MS + 2 * BACKEND_STEP_MS;
+    void withTimer(
+      ended,
+      most,
+      () => new Error('backend cleanup took too long'),
+      () => {},
+    )
+      .catch(() => {})
+      .finally(() => client.release(true));
+  };
+
   /** Statements that close a session, within CLEANUP_MS; past it the session is destroyed. */
   const bounded = (client: Client, p: Promise<unknown>) =>
     withTimer(
@@ -278,13 +483,14 @@ export function postgresDriver(target: ConnectionTarget): Driver {
    * When `fn` fails, the session is closed here (ROLLBACK, and the reset when `reset`), or destroyed.
    */
   async function withClient<T>(
-    limit: { deadline: number; timeout: () => Error },
+    limit: { deadline: number; timeout: () => Error; endBackend?: boolean },
     reset: boolean,
     fn: (c: Client) => Promise<{ value: T; closing?: Promise<unknown> }>,
   ): Promise<T> {
     const connectStarted = Date.now();
     const client = (await pool.connect()) as Client;
     let out: { value: T; closing?: Promise<unknown> };
+    let timedOut = false;
     try {
       if (Date.now() >= limit.deadline) throw new ConnectTimeoutError(Date.now() - connectStarted);
       const work = Promise.resolve().then(async () => {
@@ -298,8 +504,17 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         }
         return run;
       });
-      out = await withTimer(work, limit.deadline - Date.now(), limit.timeout, () => destroy(client));
+      out = await withTimer(work, limit.deadline - Date.now(), limit.timeout, () => {
+        timedOut = true;
+        destroy(client);
+      });
     } catch (e) {
+      // Past the deadline: answered now; the backend is cancelled, then terminated, and the client dropped
+      // from the pool, in the background (dropPastDeadline). An approved write's is only destroyed.
+      if (timedOut && limit.endBackend !== false) {
+        dropPastDeadline(client);
+        throw e;
+      }
       // A client whose session failed (socket error, server shutdown, our timer) is destroyed, not returned
       // to the pool. Any other is closed (ROLLBACK, and DISCARD ALL with the settings when the read may have
       // left state) and returned; one that cannot be closed is discarded.
@@ -314,6 +529,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       throw e;
     }
     if (!out.closing || client.loupeBroken) {
+      // Closing statements of a session already broken (e.g. ended at the byte cap) fail with it: unawaited.
+      out.closing?.catch(() => {});
       if (client.loupeBroken) destroy(client);
       client.release(client.loupeBroken ? true : undefined);
     } else
@@ -343,10 +560,11 @@ export function postgresDriver(target: ConnectionTarget): Driver {
     async introspect(opts) {
       const ms = opts?.timeoutMs ?? deadlines.statementMs;
       const deadline = Date.now() + ms;
-      // Catalog reads of our own text: built-in code only, nothing outlives the ROLLBACK.
+      // Catalog reads of our own text: built-in code only, nothing outlives the ROLLBACK. JIT off: on a large
+      // catalog their plans cost past jit_above_cost, and a compile takes seconds and ignores cancellation.
       return withClient({ deadline, timeout: () => new QueryTimeoutError(ms) }, false, async (c) => {
         await c.query(
-          `BEGIN READ ONLY; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${PIN_SEARCH_PATH}`,
+          `BEGIN READ ONLY; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${JIT_OFF}; ${PIN_SEARCH_PATH}`,
         );
         const snapshot = await introspect(c);
         return { value: snapshot, closing: c.query('ROLLBACK') };
@@ -364,7 +582,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
       const deadline = Date.now() + opts.timeoutMs;
       const statement = withoutTrailingSemicolons(text);
       const values = opts.params ?? [];
-      const limit = { deadline, timeout: () => new QueryTimeoutError(opts.timeoutMs) };
+      // Past the deadline a read's backend is ended too (cancel, terminate); an approved write's is not.
+      const limit = { deadline, timeout: () => new QueryTimeoutError(opts.timeoutMs), endBackend: readOnly };
       const collector = new RowCollector(opts.maxRows, opts.maxBytes);
       let columns: string[] | undefined;
       let end: StreamedEnd | undefined;
@@ -384,7 +603,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
           });
         };
         const preCheck = readOnly ? opts.preCheck : undefined;
-        const begin = `${readOnly ? 'BEGIN READ ONLY' : 'BEGIN'}; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}${readOnly ? `; ${PIN_SEARCH_PATH}` : ''}${preCheck ? `; ${preCheck.sql}` : ''}`;
+        const begin = beginText(readOnly, serverLimitMs(deadline), preCheck?.sql, opts.ownQuery === true);
         // Our own fixed text in simple-query messages; the user's statement only ever in an extended-protocol
         // Parse (one statement, parameters bound). Should BEGIN fail, the statement fails too (a cursor
         // needs a transaction block): nothing runs outside the read-only transaction. Each reply is awaited
@@ -399,7 +618,8 @@ export function postgresDriver(target: ConnectionTarget): Driver {
             : [streamed(c, { text: statement, values, queryMode: 'extended' }, onRow)];
           const closing: Promise<unknown>[] = [];
           if (readOnly && !cursor) closing.push(c.query('ROLLBACK'));
-          if (readOnly && reset) closing.push(c.query(RESET_SESSION), c.query(SESSION_SETUP));
+          if (readOnly && reset && opts.lightReset) closing.push(c.query(LIGHT_RESET));
+          else if (readOnly && reset) closing.push(c.query(RESET_SESSION), c.query(SESSION_SETUP));
           return { first, main, closing };
         });
         for (const p of [sent.first, ...sent.main, ...sent.closing]) p.catch(() => {});
@@ -410,8 +630,10 @@ export function postgresDriver(target: ConnectionTarget): Driver {
             throw e;
           });
           if (preCheck) {
+            // The check's row: the last result, or the one before a statement that restores JIT.
             const results = Array.isArray(opened) ? opened : [opened];
-            preCheck.onRow((results[results.length - 1]?.rows?.[0] ?? {}) as Record<string, unknown>);
+            const checked = results.findLast((r) => (r as { command?: string })?.command === 'SELECT');
+            preCheck.onRow((checked?.rows?.[0] ?? {}) as Record<string, unknown>);
           }
           for (let k = 0; k < sent.main.length - 1; k++) await sent.main[k];
           end = (await sent.main[sent.main.length - 1]) as StreamedEnd;
