@@ -88,7 +88,8 @@ export function settingsIssues(
   if (s.allowedFunctions.length > 0 && !['POSTGRES', 'MYSQL', 'MARIADB', 'MSSQL'].includes(s.type))
     bad('allowedFunctions', `${s.type} connections have no stored functions to allow`);
   s.allowedFunctions.forEach((f, i) => {
-    const name = f.split('.').pop() ?? f;
+    // A quoted part ("Mark") names exactly that function; pgDenied folds case itself.
+    const name = (f.split('.').pop() ?? f).replace(/^"|"$/g, '').replace(/""/g, '"');
     if (
       s.type === 'POSTGRES'
         ? denied.pgDenied(name) !== undefined
@@ -119,8 +120,17 @@ export function settingsIssues(
   return issues;
 }
 
-/** Lower-cased (the servers compare function names without case), without repeats. */
-const uniqueNames = (names: string[] | undefined) => [...new Set((names ?? []).map((n) => n.toLowerCase()))];
+/**
+ * Without repeats, unquoted parts lower-cased (the servers fold unquoted names); a double-quoted part
+ * ("Mark", PostgreSQL) is kept exactly: it names a different function from mark.
+ */
+const uniqueNames = (names: string[] | undefined) => [
+  ...new Set(
+    (names ?? []).map((n) =>
+      n.replace(/"(?:[^"]|"")*"|[^"]+/g, (m) => (m.startsWith('"') ? m : m.toLowerCase())),
+    ),
+  ),
+];
 
 /**
  * A SQLite source outside the organization's area is 400 at save time: checked lexically, then a local

@@ -3,8 +3,9 @@
  *
  * - PostgreSQL: the target server's catalog decides (postgres-catalog.ts): every overload the name
  *   could resolve to must be a built-in (pg_catalog, information_schema) marked IMMUTABLE or STABLE or
- *   on the reviewed volatile list below, or a reviewed extension's function (`pgReviewedExtensions`),
- *   or be listed in the connection's `allowedFunctions` by its admin. A function the database owner
+ *   on the reviewed volatile list below, or a reviewed data-only extension's function
+ *   (`pgReviewedExtensions`, judged whole), or be listed in the connection's `allowedFunctions` by its
+ *   admin (`pgAllowedIdentity`: exact identity). A function the database owner
  *   wrote is refused whatever its volatility label (the label is the owner's claim, not a guarantee).
  *   On top of that, `pgDenied` refuses functions that run SQL text, open other sessions, hold locks or
  *   maintain indexes whatever a catalog or an admin says.
@@ -137,76 +138,197 @@ export const pgReviewedVolatile = new Set([
 ]);
 
 /**
- * Reviewed extensions and the functions of each that may run in a read (also behind their operators
- * and casts): pure text-similarity and text-folding functions. A function counts as the extension's
- * only when it is a member of it (pg_depend), IMMUTABLE or STABLE, and written in C or installed by a
- * superuser: a function the owner adds to an extension is not the extension's code. Anything else of
- * an extension (dblink, set_limit, …) follows the general rule.
+ * A reviewed PostgreSQL extension (strict mode: the connection's role can reach an escape such as
+ * dblink, so each read's functions are checked). Judged whole by membership (pg_depend deptype 'e'):
+ * every function of the extension written in C or internal, or in SQL and owned by a superuser (the
+ * extension's own script: an owner can add functions to an extension it owns, never superuser-owned
+ * ones), may run in a read, except those `except` names with the reason. Functions of the extension
+ * written in other languages (plpgsql: PostGIS's AddGeometryColumn, Populate_Geometry_Columns, …)
+ * are not covered: most run SQL text built from their arguments, and need listing.
+ * `only`: the extension is reviewed function by function, and only those names are covered.
  */
-export const pgReviewedExtensions: Readonly<Record<string, ReadonlySet<string>>> = {
-  pg_trgm: new Set([
-    'similarity',
-    'word_similarity',
-    'strict_word_similarity',
-    'show_trgm',
-    'show_limit',
-    'similarity_op',
-    'similarity_dist',
-    'word_similarity_op',
-    'word_similarity_commutator_op',
-    'word_similarity_dist_op',
-    'word_similarity_dist_commutator_op',
-    'strict_word_similarity_op',
-    'strict_word_similarity_commutator_op',
-    'strict_word_similarity_dist_op',
-    'strict_word_similarity_dist_commutator_op',
-  ]),
-  fuzzystrmatch: new Set([
-    'levenshtein',
-    'levenshtein_less_equal',
-    'soundex',
-    'difference',
-    'metaphone',
-    'dmetaphone',
-    'dmetaphone_alt',
-    'daitch_mokotoff',
-  ]),
-  unaccent: new Set(['unaccent']),
-  citext: new Set([
-    'citext',
-    'citext_eq',
-    'citext_ne',
-    'citext_lt',
-    'citext_le',
-    'citext_gt',
-    'citext_ge',
-    'citext_cmp',
-    'citext_hash',
-    'citext_hash_extended',
-    'citext_larger',
-    'citext_smaller',
-    'citext_pattern_lt',
-    'citext_pattern_le',
-    'citext_pattern_gt',
-    'citext_pattern_ge',
-    'citext_pattern_cmp',
-    'texticlike',
-    'texticnlike',
-    'texticregexeq',
-    'texticregexne',
-    'min',
-    'max',
-    'regexp_match',
-    'regexp_matches',
-    'regexp_replace',
-    'regexp_split_to_array',
-    'regexp_split_to_table',
-    'strpos',
-    'replace',
-    'split_part',
-    'translate',
-  ]),
+export interface ReviewedExtension {
+  /** Why the extension is data-only (shown in the docs, for review). */
+  why: string;
+  /** Only these function names are covered (undefined: the whole extension). */
+  only?: ReadonlySet<string>;
+  /** Functions of the extension that stay refused (matched on name, or name and argument types), and why. */
+  except?: (fn: string, args: string) => string | undefined;
+}
+
+const byName =
+  (reasons: Record<string, string>) =>
+  (fn: string): string | undefined =>
+    reasons[fn];
+
+/**
+ * Reviewed data-only extensions: their functions compute on their arguments (and read their own
+ * catalogs or statistics); none opens another session, reaches the network or files, runs SQL text or
+ * code named by an argument, or leaves state that outlives the read, except the functions listed in
+ * `except`. Not reviewed, so refused unless listed in allowedFunctions: postgis_topology (its C
+ * functions run SQL on the topology schema named by their argument, which the owner can create),
+ * postgis_tiger_geocoder (plpgsql running SQL text over tables the owner loads), address_standardizer
+ * (its C functions read the lexicon, gazetteer and rules tables named by their text arguments through
+ * SPI: an owner's view there would run), dblink, postgres_fdw, file_fdw, adminpack, xml2 (xpath_table
+ * runs SQL text), lo, pageinspect and the other server-inspection modules.
+ */
+export const pgReviewedExtensions: Readonly<Record<string, ReviewedExtension>> = {
+  postgis: {
+    why: 'geometry and geography types, their operators, indexes and spatial functions (C and SQL)',
+    // SQL wrappers of plpgsql functions that run SQL text on a table named by their argument.
+    except: byName({
+      lockrow: 'it runs SQL text on the table named by its argument',
+      checkauth: 'it creates a trigger through SQL text',
+      dropgeometrytable: 'it runs DROP TABLE through SQL text',
+      st_fromflatgeobuftotable: 'it creates a table named by its argument',
+      postgis_svn_version: 'it runs SQL text',
+    }),
+  },
+  postgis_raster: {
+    why: 'the raster type and its functions (C and SQL)',
+    except: (fn, args) => {
+      // Map algebra runs an SQL expression given as text, or a callback function named by an argument.
+      if (/^(st_mapalgebra|_st_mapalgebra|st_mapalgebraexpr|st_mapalgebrafct|st_mapalgebrafctngb)$/.test(fn))
+        return 'it runs an SQL expression or a callback function named by its argument';
+      if (
+        /^(st_slope|st_aspect|st_hillshade|st_tpi|st_tri|st_roughness|_st_slope|_st_aspect|_st_hillshade)$/.test(
+          fn,
+        )
+      )
+        return 'it runs map algebra with a callback resolved on the session path';
+      if (/regproc/.test(args)) return 'it runs a function named by its argument';
+      // Coverage forms (ST_ValueCount('table', 'column', …)): SQL on a table named by text arguments.
+      if (/^text, text\b/.test(args)) return 'it reads the table named by its arguments through SQL text';
+      if (/^name, name\b/.test(args))
+        return 'it changes or reads constraints of the table named by its arguments';
+      return undefined;
+    },
+  },
+  postgis_sfcgal: { why: 'SFCGAL 3D geometry functions (C)' },
+  vector: { why: 'pgvector: the vector types, distances and their index methods (C)' },
+  hll: {
+    why: 'HyperLogLog sketches and their aggregates (C)',
+    except: byName({
+      hll_set_defaults: 'it changes the session defaults, which outlive the read',
+      hll_set_output_version: 'it changes a session setting, which outlives the read',
+      hll_set_max_sparse: 'it changes a session setting, which outlives the read',
+    }),
+  },
+  ip4r: { why: 'IPv4/IPv6 address and range types (C)' },
+  semver: { why: 'the semantic-version type (C and SQL casts)' },
+  prefix: { why: 'the prefix-range type (C)' },
+  citext: { why: 'the case-insensitive text type (C, internal and SQL)' },
+  pg_trgm: {
+    why: 'trigram similarity and its index support (C)',
+    except: byName({ set_limit: 'it changes a session setting, which outlives the read' }),
+  },
+  hstore: { why: 'the key/value type (C)' },
+  ltree: { why: 'the label-tree type (C)' },
+  btree_gist: { why: 'GiST operator classes for scalar types (C)' },
+  btree_gin: { why: 'GIN operator classes for scalar types (C)' },
+  cube: { why: 'the cube type (C)' },
+  earthdistance: { why: 'great-circle distances (C and SQL over cube)' },
+  fuzzystrmatch: { why: 'string distances and phonetic codes (C)' },
+  unaccent: { why: 'the unaccent dictionary and function (C)' },
+  intarray: { why: 'integer-array operators and index support (C)' },
+  isn: {
+    why: 'EAN/ISBN/ISSN/UPC types (C and internal)',
+    except: byName({ isn_weak: 'it changes a session setting, which outlives the read' }),
+  },
+  seg: { why: 'the line-segment type (C)' },
+  'uuid-ossp': { why: 'UUID generators (C)' },
+  pgcrypto: { why: 'hashes, ciphers and random bytes (C)' },
+  // crosstab(text…) and connectby run SQL text given as an argument without the guard seeing it:
+  // pgDenied refuses them by name before any catalog lookup.
+  tablefunc: {
+    why: 'normal_rand and crosstab over literal arrays (C)',
+    except: (fn) => (/^(crosstab|connectby)/.test(fn) ? 'it runs SQL text given as its argument' : undefined),
+  },
+  // Only its read functions: the rest schedules jobs, moves chunks and changes the catalog.
+  timescaledb: {
+    why: "TimescaleDB's query functions and aggregates (C)",
+    only: new Set([
+      'time_bucket',
+      'time_bucket_gapfill',
+      'locf',
+      'interpolate',
+      'first',
+      'last',
+      'histogram',
+      'approximate_row_count',
+      'first_sfunc',
+      'first_combinefunc',
+      'last_sfunc',
+      'last_combinefunc',
+      'bookend_finalfunc',
+      'bookend_serializefunc',
+      'bookend_deserializefunc',
+      'hist_sfunc',
+      'hist_combinefunc',
+      'hist_serializefunc',
+      'hist_deserializefunc',
+      'hist_finalfunc',
+      'gapfill_marker',
+      'gapfill_int16_time_bucket',
+      'gapfill_int32_time_bucket',
+      'gapfill_int64_time_bucket',
+      'gapfill_date_time_bucket',
+      'gapfill_timestamp_time_bucket',
+      'gapfill_timestamptz_time_bucket',
+    ]),
+  },
 };
+
+/**
+ * Why a reviewed extension's function `fn(args)` may run in a read (undefined: not covered), or the
+ * refusal's reason (`{ refused }`). `language` as the catalog reports it; `ownerSuper`: owned by a
+ * superuser, and no schema the owner can write comes before the function's own on the read's path
+ * (a SQL body's unqualified names resolve on that path when it runs).
+ */
+export function pgExtensionVerdict(
+  extension: string,
+  fn: string,
+  args: string,
+  language: string,
+  ownerSuper: boolean,
+): { covered: true } | { refused: string } | undefined {
+  const review = pgReviewedExtensions[extension];
+  if (!review) return undefined;
+  if (review.only && !review.only.has(fn)) return undefined;
+  const refused = review.except?.(fn, args);
+  if (refused) return { refused };
+  if (language === 'c' || language === 'internal' || (language === 'sql' && ownerSuper))
+    return { covered: true };
+  return undefined;
+}
+
+/**
+ * A PostgreSQL allowedFunctions entry as the function identity it names: each part read as an SQL
+ * identifier (unquoted: folded to lower case; double-quoted: kept exactly, `""` for a quote), `name`
+ * or `schema.name`. Undefined for text that is not such a name. `mark` and `"Mark"` are different
+ * functions; `Mark` and `mark` are the same one.
+ */
+export function pgAllowedIdentity(entry: string): { schema?: string; name: string } | undefined {
+  const part = /\s*(?:"((?:[^"]|"")+)"|([A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*))\s*/y;
+  const parts: string[] = [];
+  let at = 0;
+  for (;;) {
+    part.lastIndex = at;
+    const m = part.exec(entry);
+    if (!m) return undefined;
+    // PostgreSQL folds unquoted identifiers' ASCII letters only (downcase_identifier, UTF-8).
+    parts.push(
+      m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2].replace(/[A-Z]/g, (c) => c.toLowerCase()),
+    );
+    at = part.lastIndex;
+    if (at === entry.length) break;
+    if (entry[at] !== '.') return undefined;
+    at++;
+  }
+  if (parts.length === 1) return { name: parts[0] };
+  if (parts.length === 2) return { schema: parts[0], name: parts[1] };
+  return undefined;
+}
 
 /**
  * MySQL / MariaDB built-in functions (from the servers' function references, without the ones that

@@ -38,12 +38,15 @@ const inPath = (sch: string, nsp: string, pos: string, temp: boolean) =>
  * Everything a read of the written names could run, as one row per (reason, function) that is not an
  * initdb built-in marked IMMUTABLE or STABLE (those need no review; $2 is a regular expression of the
  * names refused whatever the catalog says, which are always returned). Parameters: $1 a JSON array of
- * [kind, schema | null, name] ('f' function, 'a' field name, 'o' operator, 't' type, 'r' relation);
- * $2 the denied-name expression.
+ * [kind, schema | null, name] ('f' function, 'n' function called with named arguments, 'a' field
+ * name, 'o' operator, 't' type, 'r' relation); $2 the denied-name expression.
  *
  * - Names resolve as the server resolves them: every overload in the path (or in the written schema),
  *   except one whose signature an earlier schema of the path already has (that one can never be
- *   chosen: pg_catalog's built-ins come first); relations and types: the first match in the path.
+ *   chosen: pg_catalog's built-ins come first) unless the call names its arguments (named notation
+ *   matches parameter names, which the earlier one may lack); relations and types: the first match
+ *   in the path. A field name: every function of that name taking one argument of any type
+ *   (`(1).f`, `(col).f` call f(int)).
  * - Relations read: the written ones, the relations of every view they read (recursively, through the
  *   views' SELECT rules) and of every row-level security policy that applies, and inheritance
  *   children and partitions; built-in relations (oid < 16384) are not followed. Of each: its view
@@ -63,7 +66,10 @@ const inPath = (sch: string, nsp: string, pos: string, temp: boolean) =>
  *   added after initdb to the default btree and hash operator classes of the types in play (ORDER BY,
  *   GROUP BY, DISTINCT, UNION, joins).
  * - Operators: the function behind each (`oprcode`, level of the reason) and its selectivity
- *   estimators (level 'type'). Aggregates: every support function.
+ *   estimators (level 'type'), and the same of its COMMUTATOR and NEGATOR, recursively (op_links: the
+ *   planner negates `NOT (a op b)` and its estimators evaluate the commutator); also for the
+ *   operators of views, policies, domain checks and folded expressions. Aggregates: every support
+ *   function.
  *
  * Levels: 'call' (the function runs as written in the object), 'type' (type support, casts, operator
  * classes, handlers), 'fold' (runs only when the planner folds it).
@@ -82,13 +88,12 @@ fn_cand AS (
     JOIN pg_catalog.pg_proc p ON p.proname = w.name
     JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
     LEFT JOIN path x ON x.nsp = n.nspname::pg_catalog.text
-   WHERE (w.kind = 'f' OR (w.kind = 'a' AND p.pronargs = 1 AND EXISTS (
-            SELECT 1 FROM pg_catalog.pg_type t WHERE t.oid = p.proargtypes[0]
-               AND t.typtype IN ('c', 'p', 'd') AND t.typname <> 'internal')))
+   WHERE (w.kind IN ('f', 'n') OR (w.kind = 'a' AND p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1
+            AND p.proargtypes[0] <> 'pg_catalog.internal'::pg_catalog.regtype::pg_catalog.oid))
      AND ${inPath('w.sch', 'n.nspname', 'x.pos', false)}),
 fn_used AS (
   SELECT c.* FROM fn_cand c
-   WHERE c.sch IS NOT NULL OR NOT EXISTS (
+   WHERE c.sch IS NOT NULL OR c.kind = 'n' OR NOT EXISTS (
      SELECT 1 FROM fn_cand e
       WHERE e.sch IS NULL AND e.kind = c.kind AND e.name = c.name AND e.pos < c.pos
         AND e.proargtypes = c.proargtypes AND e.provariadic = c.provariadic
@@ -173,6 +178,15 @@ attached_deps AS (
       SELECT d.refclassid, d.refobjid FROM pg_catalog.pg_depend d
        WHERE d.classid = a.cls AND d.objid = a.obj AND d.objsubid = 0
          AND d.refclassid IN (${cls('pg_proc')}, ${cls('pg_operator')}, ${cls('pg_type')})) d),
+op_links(root, oid) AS (
+  SELECT u.oid, u.oid FROM op_used u
+  UNION
+  SELECT d.refobjid, d.refobjid FROM attached_deps d WHERE d.refclassid = ${cls('pg_operator')}
+  UNION
+  SELECT l.root, nx.oid FROM op_links l, LATERAL (
+    SELECT o.oprcom::pg_catalog.oid AS oid FROM pg_catalog.pg_operator o WHERE o.oid = l.oid
+    UNION ALL SELECT o.oprnegate::pg_catalog.oid FROM pg_catalog.pg_operator o WHERE o.oid = l.oid) nx
+   WHERE nx.oid <> ${ZERO}),
 type_written AS (
   SELECT DISTINCT ON (w.sch, w.name) t.oid
     FROM written w
@@ -229,7 +243,7 @@ reach AS (
     FROM fn_used f JOIN pg_catalog.pg_proc p ON p.oid = f.oid
   UNION ALL
   SELECT 'operator', ${opName('u.oid')}, s.fn, s.level, NULL
-    FROM op_used u JOIN pg_catalog.pg_operator o ON o.oid = u.oid,
+    FROM op_used u JOIN op_links k ON k.root = u.oid JOIN pg_catalog.pg_operator o ON o.oid = k.oid,
     LATERAL (VALUES (o.oprcode::pg_catalog.oid, 'call'), (o.oprrest::pg_catalog.oid, 'type'),
                     (o.oprjoin::pg_catalog.oid, 'type')) AS s(fn, level)
   UNION ALL
@@ -239,17 +253,19 @@ reach AS (
     FROM attached_deps d, LATERAL (
       SELECT d.refobjid AS fn, false AS estimator WHERE d.refclassid = ${cls('pg_proc')}
       UNION ALL
-      SELECT e.fn, e.estimator FROM pg_catalog.pg_operator o,
+      SELECT e.fn, e.estimator FROM op_links k JOIN pg_catalog.pg_operator o ON o.oid = k.oid,
         LATERAL (VALUES (o.oprcode::pg_catalog.oid, false), (o.oprrest::pg_catalog.oid, true),
                         (o.oprjoin::pg_catalog.oid, true)) AS e(fn, estimator)
-       WHERE d.refclassid = ${cls('pg_operator')} AND o.oid = d.refobjid) s
+       WHERE d.refclassid = ${cls('pg_operator')} AND k.root = d.refobjid) s
   UNION ALL
   SELECT 'domain', pg_catalog.concat_ws(' ', ${typeName('d.typ')}, d.objname), s.fn, 'call', NULL
     FROM domain_deps d, LATERAL (
       SELECT d.refobjid AS fn WHERE d.refclassid = ${cls('pg_proc')}
       UNION ALL
       SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_operator o
-       WHERE d.refclassid = ${cls('pg_operator')} AND o.oid = d.refobjid) s
+       WHERE d.refclassid = ${cls('pg_operator')}
+         AND o.oid IN (d.refobjid, (SELECT c.oprcom FROM pg_catalog.pg_operator c WHERE c.oid = d.refobjid),
+                       (SELECT c.oprnegate FROM pg_catalog.pg_operator c WHERE c.oid = d.refobjid))) s
   UNION ALL
   SELECT 'foreign', pg_catalog.concat_ws(' ', ${relName('r.oid')}, w.fdwname::pg_catalog.text), w.fdwhandler, 'call', NULL
     FROM rels r
@@ -284,6 +300,14 @@ reach AS (
     FROM opclass oc
     JOIN pg_catalog.pg_amop ao ON ao.amopfamily = oc.opcfamily AND ao.oid >= ${FIRST_NORMAL}
     JOIN pg_catalog.pg_operator o ON o.oid = ao.amopopr),
+-- The schemas of the path (but pg_catalog and pg_temp) that a role other than a superuser owns or may create in.
+writable_path AS MATERIALIZED (
+  SELECT x.pos FROM path x JOIN pg_catalog.pg_namespace sn ON sn.nspname::pg_catalog.text = x.nsp
+   WHERE sn.nspname <> 'pg_catalog' AND NOT pg_catalog.starts_with(x.nsp, 'pg_temp')
+     AND (NOT (SELECT o.rolsuper FROM pg_catalog.pg_roles o WHERE o.oid = sn.nspowner)
+          OR EXISTS (SELECT 1 FROM pg_catalog.aclexplode(sn.nspacl) g
+                       LEFT JOIN pg_catalog.pg_roles gr ON gr.oid = g.grantee
+                      WHERE g.privilege_type = 'CREATE' AND (g.grantee = ${ZERO} OR NOT gr.rolsuper)))),
 reach_all AS (
   SELECT * FROM reach
   UNION ALL
@@ -296,11 +320,18 @@ reach_all AS (
 SELECT DISTINCT r.via, r.what, r.level, r.expr, n.nspname::pg_catalog.text AS schema, p.proname::pg_catalog.text AS fn,
        p.provolatile::pg_catalog.text AS volatility, l.lanname::pg_catalog.text AS language,
        a.rolsuper AS owner_super, p.oid < ${FIRST_NORMAL} AS initdb,
+       pg_catalog.oidvectortypes(p.proargtypes) AS args,
+       -- A schema the owner can write comes before the function's own on the session's path (or the
+       -- function's schema is not on it): names its SQL body leaves unqualified may resolve to the
+       -- owner's objects there, so only C code of an extension counts as reviewed.
+       EXISTS (
+         SELECT 1 FROM writable_path w
+          WHERE w.pos < COALESCE((SELECT y.pos FROM path y WHERE y.nsp = n.nspname::pg_catalog.text), 2147483647)) AS shadowable,
        (SELECT x.extname::pg_catalog.text FROM pg_catalog.pg_depend d
           JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
          WHERE d.classid = ${cls('pg_proc')} AND d.objid = p.oid AND d.deptype = 'e' LIMIT 1) AS extension
   FROM reach_all r, LATERAL (
-    SELECT p.oid, p.proname, p.provolatile, p.prolang, p.proowner, p.pronamespace FROM pg_catalog.pg_proc p
+    SELECT p.oid, p.proname, p.provolatile, p.prolang, p.proowner, p.pronamespace, p.proargtypes FROM pg_catalog.pg_proc p
      WHERE p.oid = r.fn
        AND NOT (p.oid < ${FIRST_NORMAL} AND p.provolatile IN ('i', 's') AND p.proname !~ $2::pg_catalog.text)) p
   JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace

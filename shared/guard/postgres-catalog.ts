@@ -13,10 +13,12 @@
  * - a built-in (created by initdb: oid below 16384, in pg_catalog or information_schema), IMMUTABLE or
  *   STABLE or on the reviewed list of harmless volatile built-ins; for type support (input/output,
  *   casts, operator classes, handlers) any initdb built-in;
- * - a function of a reviewed extension (functions.ts `pgReviewedExtensions`, by extension and name),
- *   IMMUTABLE or STABLE, written in C or installed by a superuser;
+ * - a function of a reviewed data-only extension (functions.ts `pgReviewedExtensions`, judged whole by
+ *   membership), written in C or internal, or in SQL owned by a superuser, and not among the
+ *   extension's listed exceptions (SQL-text runners, session setters);
  * - for type support only: written in C (only a superuser can install C code; owners cannot);
- * - named in the connection's `allowedFunctions` by its admin (`name` or `schema.name`);
+ * - named in the connection's `allowedFunctions` by its admin (`name` or `schema.name`, read as SQL
+ *   identifiers: exact identity, `"Mark"` is not `mark`);
  * - for an expression the planner folds: anything but an IMMUTABLE or SQL-language function (only
  *   those can run at planning time);
  * and never one of the names functions.ts refuses whatever a catalog says. Names resolve as the
@@ -35,10 +37,20 @@
  * finds the snapshot unchanged. A changed digest forgets the connection's verdicts; the read is judged
  * again and runs again. A statement not yet known costs one REACH_SQL query, a connection not yet known
  * one VERSION_SQL query. Other callers (assertPgCallsAllowed: classifying a statement, no read follows)
- * read the snapshot with one trivial query first. Refusals are not remembered.
+ * read the snapshot with one trivial query first. Refusals are not remembered. Identical judgements
+ * in flight are shared (single flight), and one that timed out answers its 504 for TIMED_OUT_MS.
+ *
+ * This applies in strict mode only (issue 43: the connection's role reaches an escape such as dblink);
+ * in open mode (postgres-escapes.ts) databases/run.ts skips it.
  */
 import { readOnlyViolation } from './errors';
-import { pgDenied, pgDeniedPattern, pgReviewedExtensions, pgReviewedVolatile } from './functions';
+import {
+  pgAllowedIdentity,
+  pgDenied,
+  pgDeniedPattern,
+  pgExtensionVerdict,
+  pgReviewedVolatile,
+} from './functions';
 import {
   CATALOG_CHANGED_MARK,
   catalogCheckSql,
@@ -59,7 +71,21 @@ interface Known {
   busy?: boolean;
   /** Statement name lists found safe under `digest` (replaced, not cleared, when it changes). */
   safe: Set<string>;
+  /**
+   * Judgements (REACH_SQL) in flight under this entry, by statement key: a read of the same statement
+   * waits for the same query (single flight). Only judgements started under this entry are shared: one
+   * started before the catalog's digest was read could have seen an older catalog.
+   */
+  flights?: Map<string, Promise<Problemed | undefined>>;
 }
+/** A refusal found by a judgement: the reached function and why. */
+type Problemed = { r: Reached; kind: Problem };
+
+/** How long a judgement that timed out is answered from memory (per connection and statement). */
+export const TIMED_OUT_MS = 30_000;
+/** Judgements that timed out: `cacheKey \u0001 statementKey` → until when, and the error (504). */
+const timedOut = new Map<string, { until: number; error: unknown }>();
+const MAX_TIMED_OUT = 1000;
 const known = new Map<string, Known>();
 /** Connections whose verdicts were forgotten while their snapshot kept moving: their next entry starts busy. */
 const busy = new Set<string>();
@@ -68,6 +94,7 @@ const busy = new Set<string>();
 export function forgetCatalogVerdicts(): void {
   known.clear();
   busy.clear();
+  timedOut.clear();
 }
 
 /** Runs one read on the connection (the driver's read-only path); injected by databases/run.ts. */
@@ -89,10 +116,15 @@ interface Reached {
   language: string;
   owner_super: boolean;
   initdb: boolean;
+  /** The argument types, as oidvectortypes writes them (`text, integer`). */
+  args: string;
+  /** A schema the owner can write comes before the function's own on the session's path. */
+  shadowable: boolean;
   extension: string | null;
 }
 
-type Written = [kind: 'f' | 'a' | 'o' | 't' | 'r', schema: string | null, name: string];
+/** 'f' a function call, 'n' one with named arguments, 'a' a field name, 'o' an operator, 't' a type, 'r' a relation. */
+type Written = [kind: 'f' | 'n' | 'a' | 'o' | 't' | 'r', schema: string | null, name: string];
 
 /** The statement's names as REACH_SQL takes them, sorted and without repeats (also the verdict's key). */
 export function writtenNames(calls: PgCalls): Written[] {
@@ -101,7 +133,7 @@ export function writtenNames(calls: PgCalls): Written[] {
     const w: Written = [kind, schema ?? null, name];
     out.set(JSON.stringify(w), w);
   };
-  for (const f of calls.functions) add('f', f.schema, f.name);
+  for (const f of calls.functions) add(f.named ? 'n' : 'f', f.schema, f.name);
   for (const a of calls.attributes) add('a', undefined, a);
   for (const o of calls.operators) add('o', o.schema, o.name);
   for (const t of calls.types) add('t', t.schema, t.name);
@@ -113,23 +145,57 @@ const BUILTIN_SCHEMAS = new Set(['pg_catalog', 'information_schema']);
 const labelled = (v: string) => v === 'i' || v === 's';
 const compiled = (language: string) => language === 'c' || language === 'internal';
 
+/**
+ * The connection's allowedFunctions as identities: each entry read as SQL identifiers (unquoted folded
+ * to lower case, double-quoted kept), as `name` (any schema) or `schema.name`, in one set of keys
+ * (`\u0000name` or `schema\u0000name`). An entry that does not read as a name allows nothing.
+ */
+export function allowedIdentities(entries: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const e of entries) {
+    const id = pgAllowedIdentity(e);
+    if (id) out.add(`${id.schema ?? ''}\u0000${id.name}`);
+  }
+  return out;
+}
+
+/** Whether the function `schema.fn` (exactly as the catalog names it) is listed. */
+const listed = (allowed: ReadonlySet<string>, schema: string, fn: string) =>
+  allowed.has(`\u0000${fn}`) || allowed.has(`${schema}\u0000${fn}`);
+
+type Problem = 'denied' | 'volatile' | 'unreviewed' | { extension: string; reason: string };
+
 /** Why a reached function may not run (undefined: it may). */
-function problem(r: Reached, allowed: ReadonlySet<string>): 'denied' | 'volatile' | 'unreviewed' | undefined {
+function problem(r: Reached, allowed: ReadonlySet<string>): Problem | undefined {
   // The planner folds only IMMUTABLE calls with constant arguments (and inlines SQL functions).
   if (r.level === 'fold' && r.language !== 'sql' && (r.volatility !== 'i' || !foldable(r))) return undefined;
   if (pgDenied(r.fn)) return 'denied';
-  if (allowed.has(r.fn.toLowerCase()) || allowed.has(`${r.schema}.${r.fn}`.toLowerCase())) return undefined;
+  if (listed(allowed, r.schema, r.fn)) return undefined;
   if (r.initdb && BUILTIN_SCHEMAS.has(r.schema)) {
     if (r.level === 'type' || labelled(r.volatility) || pgReviewedVolatile.has(r.fn)) return undefined;
     return 'volatile';
   }
-  if (
-    r.extension &&
-    pgReviewedExtensions[r.extension]?.has(r.fn) &&
-    labelled(r.volatility) &&
-    (compiled(r.language) || r.owner_super)
-  )
-    return undefined;
+  if (r.extension) {
+    if (
+      r.shadowable &&
+      r.owner_super &&
+      !compiled(r.language) &&
+      pgExtensionVerdict(r.extension, r.fn, r.args ?? '', 'c', true)
+    )
+      return {
+        extension: r.extension,
+        reason: `it is written in ${r.language}, and a schema the database owner can create objects in comes before ${r.schema} on the search_path, where the names its body leaves unqualified could find the owner's functions; put ${r.schema} before the owner's schemas in the role's search_path`,
+      };
+    const verdict = pgExtensionVerdict(
+      r.extension,
+      r.fn,
+      r.args ?? '',
+      r.language,
+      r.owner_super && r.shadowable !== true,
+    );
+    if (verdict && 'covered' in verdict) return undefined;
+    if (verdict) return { extension: r.extension, reason: verdict.refused };
+  }
   if (r.level === 'type' && compiled(r.language)) return undefined;
   return labelled(r.volatility) ? 'unreviewed' : 'volatile';
 }
@@ -228,7 +294,7 @@ function subject(r: Reached, q: string): string {
   }
 }
 
-function refusal(r: Reached, kind: 'denied' | 'volatile' | 'unreviewed') {
+function refusal(r: Reached, kind: Problem) {
   const q = `${r.schema}.${r.fn}`;
   const label = r.via === 'function' || r.via === 'field' ? r.what : q;
   const details = {
@@ -241,6 +307,12 @@ function refusal(r: Reached, kind: 'denied' | 'volatile' | 'unreviewed') {
     return readOnlyViolation(
       'FUNCTION',
       `${start}${verb} (${pgDenied(r.fn)}); no setting allows it.`,
+      details,
+    );
+  if (typeof kind === 'object')
+    return readOnlyViolation(
+      'FUNCTION',
+      `${start}${verb}: the extension ${kind.extension} is reviewed, but not this function of it (${kind.reason}). An admin can allow it by listing "${q}" in the connection's allowedFunctions (PATCH /v1/connections/{id}).`,
       details,
     );
   const why =
@@ -260,9 +332,9 @@ function keysOf(
   calls: PgCalls,
 ) {
   const names = writtenNames(calls);
-  const allowed = new Set((target.allowedFunctions ?? []).map((a) => a.toLowerCase()));
+  const allowed = allowedIdentities(target.allowedFunctions ?? []);
   // allowedFunctions is part of the key: an admin's edit of the list needs no new version.
-  const cacheKey = `${target.id}\u0000${target.version}\u0000${[...allowed].sort().join(',')}`;
+  const cacheKey = `${target.id}\u0000${target.version}\u0000${JSON.stringify([...allowed].sort())}`;
   return { names, allowed, cacheKey, statementKey: JSON.stringify(names) };
 }
 
@@ -283,20 +355,71 @@ async function refreshed(cacheKey: string, query: CatalogQuery): Promise<Known> 
   return entry;
 }
 
-/** Judges the statement's names under the catalog as it is (REACH_SQL); throws the refusal, else remembers it in `safe`. */
+/** VERSION_SQL readings in flight per connection key: reads of a connection not yet known share one. */
+const refreshing = new Map<string, Promise<Known>>();
+
+/** refreshed(), shared by the reads that wait for it at once (single flight). */
+function refreshedOnce(cacheKey: string, query: CatalogQuery): Promise<Known> {
+  let flight = refreshing.get(cacheKey);
+  if (!flight) {
+    flight = refreshed(cacheKey, query).finally(() => refreshing.delete(cacheKey));
+    refreshing.set(cacheKey, flight);
+  }
+  return flight;
+}
+
+/** A catalog query that ran out of time (the driver's 504 QUERY_TIMEOUT, or its own timeout error). */
+const isTimeout = (e: unknown) => {
+  const o = e as { status?: unknown; code?: unknown } | null;
+  return o?.code === 'QUERY_TIMEOUT' || o?.code === 'LOUPE_QUERY_TIMEOUT' || o?.status === 504;
+};
+
+/**
+ * Judges the statement's names under the catalog as it is (REACH_SQL); throws the refusal, else
+ * remembers it in `entry.safe`. Identical judgements in flight under the same entry share one query;
+ * one that timed out answers the same error for TIMED_OUT_MS to every read of the statement on the
+ * connection without asking the server again (a check that took too long once would take too long
+ * again, and every retry would add a backend doing it).
+ */
 async function judge(
+  cacheKey: string,
   statementKey: string,
   allowed: ReadonlySet<string>,
-  safe: Set<string>,
+  entry: Known,
   query: CatalogQuery,
 ): Promise<void> {
-  const { rows } = await query(REACH_SQL, { ...LOOKUP, params: [statementKey, pgDeniedPattern()] });
-  const reached = (rows as Reached[]).slice().sort((a, b) => rank(a.via) - rank(b.via));
-  for (const r of reached) {
-    const kind = problem(r, allowed);
-    if (kind) throw refusal(r, kind);
+  const memoryKey = `${cacheKey}\u0001${statementKey}`;
+  const remembered = timedOut.get(memoryKey);
+  if (remembered && remembered.until > Date.now()) throw remembered.error;
+  if (remembered) timedOut.delete(memoryKey);
+  entry.flights ??= new Map();
+  let flight = entry.flights.get(statementKey);
+  if (!flight) {
+    flight = (async () => {
+      try {
+        const { rows } = await query(REACH_SQL, { ...LOOKUP, params: [statementKey, pgDeniedPattern()] });
+        const reached = (rows as Reached[]).slice().sort((a, b) => rank(a.via) - rank(b.via));
+        for (const r of reached) {
+          const kind = problem(r, allowed);
+          if (kind) return { r, kind };
+        }
+        return undefined;
+      } catch (e) {
+        if (isTimeout(e)) {
+          if (timedOut.size >= MAX_TIMED_OUT) timedOut.delete(timedOut.keys().next().value as string);
+          timedOut.set(memoryKey, { until: Date.now() + TIMED_OUT_MS, error: e });
+        }
+        throw e;
+      } finally {
+        entry.flights?.delete(statementKey);
+      }
+    })();
+    entry.flights.set(statementKey, flight);
   }
-  if (safe.size < MAX_STATEMENTS_PER_CONNECTION) safe.add(statementKey);
+  const found = await flight;
+  // Each waiter gets its own error object (the HTTP layer may decorate it).
+  if (found) throw refusal(found.r, found.kind);
+  if (entry.safe.size < MAX_STATEMENTS_PER_CONNECTION) entry.safe.add(statementKey);
 }
 
 /** What a read runs in its own transaction before its statement (drivers/postgres.ts `preCheck`). */
@@ -327,12 +450,12 @@ export async function pgReadCheck(
 ): Promise<CatalogCheck | undefined> {
   const { names, allowed, cacheKey, statementKey } = keysOf(target, calls);
   if (names.length === 0) return undefined;
-  const seen = known.get(cacheKey) ?? (await refreshed(cacheKey, query));
+  const seen = known.get(cacheKey) ?? (await refreshedOnce(cacheKey, query));
   // Judged under the catalog as it is now and remembered under `seen.digest`: if the two differ, the
   // read's check (against `seen`) fails, and the statement is judged again under the new digest. If the
   // check passes, the catalog was `seen.digest` from `seen`'s reading through the check, the judgement
   // included (a digest never comes back: every change writes rows of a new transaction).
-  if (!seen.safe.has(statementKey)) await judge(statementKey, allowed, seen.safe, query);
+  if (!seen.safe.has(statementKey)) await judge(cacheKey, statementKey, allowed, seen, query);
   const { snapshot, digest } = seen;
   const inLine = seen.busy === true;
   return {
@@ -384,5 +507,5 @@ export async function assertPgCallsAllowed(
   if (!entry || snapshot !== entry.snapshot) entry = await refreshed(cacheKey, query);
   if (entry.safe.has(statementKey)) return;
   // The set of this catalog version: a verdict found while the catalog changed lands in the old set.
-  await judge(statementKey, allowed, entry.safe, query);
+  await judge(cacheKey, statementKey, allowed, entry, query);
 }

@@ -12,7 +12,14 @@ import { pgDenied } from './functions';
 import type { ReadStatement } from './verdict';
 import { baselineWasmOnly } from './wasm-tiering';
 
-export type PgFunctionCall = PgName;
+/** A function call; `named` when it passes an argument by name (`f(a => 1)`). */
+export interface PgFunctionCall extends PgName {
+  /**
+   * Named notation reaches an overload by its parameter names: one whose signature an earlier schema of
+   * the path already has is still a candidate (the built-in may have no such parameter name).
+   */
+  named?: true;
+}
 
 type PgParser = { parseSync(sql: string): { stmts?: { stmt?: Record<string, unknown> }[] } };
 let parser: PgParser | undefined;
@@ -213,6 +220,58 @@ function aExprOperators(o: Record<string, unknown>): PgName[] {
   }
 }
 
+/**
+ * Functions that convert a value of any type to json or jsonb (datum_to_json / datum_to_jsonb): for a
+ * type created after initdb they apply its cast to json when it has one, which the catalog checks when
+ * json and jsonb are in play. PostGIS's ST_AsGeoJSON(record) and ST_AsMVT do the same for a row.
+ */
+const JSON_FUNCTIONS = new Set([
+  'to_json',
+  'to_jsonb',
+  'row_to_json',
+  'array_to_json',
+  'json_agg',
+  'jsonb_agg',
+  'json_agg_strict',
+  'jsonb_agg_strict',
+  'json_object_agg',
+  'jsonb_object_agg',
+  'json_object_agg_strict',
+  'jsonb_object_agg_strict',
+  'json_object_agg_unique',
+  'jsonb_object_agg_unique',
+  'json_object_agg_unique_strict',
+  'jsonb_object_agg_unique_strict',
+  'json_build_object',
+  'jsonb_build_object',
+  'json_build_array',
+  'jsonb_build_array',
+  'json_object',
+  'jsonb_object',
+  'json_array',
+  'json_scalar',
+  'json_serialize',
+  'st_asgeojson',
+  'st_asmvt',
+  'st_asgeobuf',
+  'st_asflatgeobuf',
+]);
+const JSON_TYPES: PgName[] = [
+  { schema: 'pg_catalog', name: 'json' },
+  { schema: 'pg_catalog', name: 'jsonb' },
+];
+
+/** The types PostgreSQL gives a literal (A_Const): int4, int8 or numeric, bool, bit, unknown (cast to text). */
+function literalTypes(o: Record<string, unknown>): PgName[] {
+  const t = (name: string): PgName => ({ schema: 'pg_catalog', name });
+  if ('ival' in o) return [t('int4')];
+  if ('fval' in o) return [t('int8'), t('numeric')];
+  if ('boolval' in o) return [t('bool')];
+  if ('bsval' in o) return [t('bit'), t('varbit')];
+  if ('sval' in o) return [t('unknown'), t('text')];
+  return [t('unknown')];
+}
+
 function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
   if (depth > MAX_PG_DEPTH)
     throw readOnlyViolation('TOO_DEEP', 'The statement is nested too deeply to be verified.');
@@ -247,7 +306,13 @@ function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
           function: name,
         },
       );
-    found.functions.push(schema ? { schema, name } : { name });
+    const named = Array.isArray(o.args) && o.args.some((a) => (a as { NamedArgExpr?: unknown }).NamedArgExpr);
+    found.functions.push({
+      ...(schema ? { schema, name } : { name }),
+      ...(named ? { named: true as const } : {}),
+    });
+    // Functions that turn any value into json call the value's type's cast to json (datum_to_json).
+    if (JSON_FUNCTIONS.has(name.toLowerCase())) found.types.push(...JSON_TYPES);
     // f(x) is a cast to the type f when no function f takes x (a function-style cast).
     if (Array.isArray(o.args) && o.args.length === 1) found.types.push(schema ? { schema, name } : { name });
   }
@@ -262,11 +327,15 @@ function walk(node: unknown, found: PgCalls, depth: number, key: string): void {
   }
   // TABLESAMPLE method(…): the method is a handler function of that name.
   if (key === 'RangeTableSample') found.functions.push(qualified(o.method, 'function'));
+  // Every name after the first may be a field, and so a call f(x) (`t.f`, `t.col.f`, `col.f`).
   if (key === 'ColumnRef') {
     const fields = ((o.fields ?? []) as unknown[]).map(nameOf);
-    const last = fields[fields.length - 1];
-    if (fields.length >= 2 && last) found.attributes.push(last);
+    for (const f of fields.slice(1)) if (f) found.attributes.push(f);
   }
+  // A literal's type is in play: an owner's implicit cast from it to an owner type runs unwritten.
+  if (key === 'A_Const') for (const t of literalTypes(o)) found.types.push(t);
+  // SQL/JSON constructors (JSON_OBJECT, JSON_ARRAY, JSON_ARRAYAGG, JSON_OBJECTAGG, JSON_SCALAR …) too.
+  if (key.startsWith('Json') && key !== 'JsonFormat') found.types.push(...JSON_TYPES);
   // Every type name: TypeCast, column definition lists, JSON_TABLE / XMLTABLE columns, RETURNING, XMLSERIALIZE.
   if ((key === 'typeName' || key === 'TypeName') && Array.isArray(o.names))
     found.types.push(qualified(o.names, 'type'));
