@@ -10,6 +10,7 @@ import { mcp } from './mcp';
 import { memory } from './memory';
 import { observability } from './observability';
 import { peers } from './peers';
+import { pgFirstRead } from './pg-first-read';
 import { query } from './query';
 
 /**
@@ -28,6 +29,7 @@ export const benchModules: BenchModule[] = [
   query,
   mcp,
   load,
+  pgFirstRead,
   peers,
   memory,
   guard,
