@@ -286,3 +286,26 @@ describe('PostgreSQL read-only enforcement (every attempt leaves the database un
     expect(await count()).toBe(30);
   });
 });
+
+describe('PostgreSQL schema sync is bounded', () => {
+  it('reads at most maxColumns columns: the table they cut and those after it are left out, whole', async () => {
+    const name = `drv_pg_bound_${suffix}`;
+    const { createPostgresDatabase, postgresAdmin } = await import('../support/connections');
+    await createPostgresDatabase(db, name);
+    const cols = Array.from({ length: 10 }, (_, i) => `c${i} int`).join(', ');
+    await postgresAdmin(
+      db,
+      name,
+      `${['a', 'b', 'c', 'd', 'e'].map((t) => `CREATE TABLE t_${t} (${cols});`).join('\n')}
+       GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${db.user};`,
+    );
+    const d = await driverFor(target({ id: `bound-${suffix}`, database: name }));
+    const cut = await d.introspect({ maxColumns: 25 });
+    expect(cut.tables.map((t) => [t.name, t.columns.length])).toEqual([
+      ['t_a', 10],
+      ['t_b', 10],
+    ]);
+    const all = await d.introspect();
+    expect(all.tables.map((t) => t.name)).toEqual(['t_a', 't_b', 't_c', 't_d', 't_e']);
+  });
+});

@@ -566,7 +566,7 @@ export function postgresDriver(target: ConnectionTarget): Driver {
         await c.query(
           `BEGIN READ ONLY; SET LOCAL statement_timeout = ${serverLimitMs(deadline)}; ${JIT_OFF}; ${PIN_SEARCH_PATH}`,
         );
-        const snapshot = await introspect(c);
+        const snapshot = await introspect(c, opts?.maxColumns);
         return { value: snapshot, closing: c.query('ROLLBACK') };
       });
     },
@@ -680,6 +680,15 @@ function adjustPosition(e: unknown, cursor: boolean): unknown {
 
 const SYSTEM_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'`;
 
+/**
+ * Bounds of one schema sync, so that its memory is bounded whatever the catalog (docs/internals/read-modes.md):
+ * at most this many columns (the tables past them are left out, the last one whole or not at all) and
+ * foreign and primary keys. A column row is under 1.5 KB in the service (names, type, a comment of at
+ * most 1,000 characters read), so the columns' result is at most about 75 MB and usually a few MB.
+ */
+export const MAX_SCHEMA_COLUMNS = 50_000;
+export const MAX_SCHEMA_CONSTRAINTS = 50_000;
+
 /** Tables, views and materialized views the login can read, outside system schemas. */
 export const PG_INTROSPECTION = {
   columns: `SELECT n.nspname AS schema, c.relname AS name, c.relkind AS kind,
@@ -692,7 +701,8 @@ export const PG_INTROSPECTION = {
   LEFT JOIN pg_catalog.pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_catalog.pg_class'::regclass AND d.objsubid = a.attnum
   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition AND ${SYSTEM_SCHEMA}
     AND (has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'))
-  ORDER BY n.nspname, c.relname, a.attnum`,
+  ORDER BY n.nspname, c.relname, a.attnum
+  LIMIT $1`,
   constraints: `SELECT n.nspname AS schema, c.relname AS name, k.contype AS type,
     ARRAY(SELECT a.attname FROM unnest(k.conkey) WITH ORDINALITY u(n, i) JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i)::text[] AS columns,
     rn.nspname AS ref_schema, rc.relname AS ref_name,
@@ -703,7 +713,8 @@ export const PG_INTROSPECTION = {
   LEFT JOIN pg_class rc ON rc.oid = k.confrelid
   LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
   WHERE k.contype IN ('p', 'f') AND ${SYSTEM_SCHEMA}
-  ORDER BY n.nspname, c.relname, k.conname`,
+  ORDER BY n.nspname, c.relname, k.conname
+  LIMIT ${MAX_SCHEMA_CONSTRAINTS}`,
   /** Comments on tables and views (COMMENT ON TABLE / VIEW …; what obj_description reads), clipped. */
   tableComments: `SELECT n.nspname AS schema, c.relname AS name, left(d.description, ${COMMENT_READ_CHARS}) AS comment
   FROM pg_catalog.pg_description d
@@ -713,13 +724,32 @@ export const PG_INTROSPECTION = {
     AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${SYSTEM_SCHEMA}`,
 };
 
-async function introspect(c: pg.PoolClient): Promise<SchemaSnapshot> {
+async function introspect(c: pg.PoolClient, maxColumns = MAX_SCHEMA_COLUMNS): Promise<SchemaSnapshot> {
   const current =
     (await c.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public';
   const display = (schema: string, name: string) => (schema === current ? name : `${schema}.${name}`);
   const tables = new Map<string, TableInfo>();
-  const cols = await c.query(PG_INTROSPECTION.columns);
-  for (const r of cols.rows) {
+  const cols = await c.query(PG_INTROSPECTION.columns, [maxColumns + 1]);
+  // Past the bound: the last table (whose columns may be cut) is left out, and so are those after it.
+  const cut = cols.rows.length > maxColumns;
+  const kept = cut ? cols.rows.slice(0, maxColumns) : cols.rows;
+  if (cut) {
+    const last = kept[kept.length - 1];
+    while (
+      kept.length &&
+      kept[kept.length - 1].schema === last.schema &&
+      kept[kept.length - 1].name === last.name
+    )
+      kept.pop();
+    logger().warn(
+      'schema sync: the catalog has more columns than one sync reads; the tables past them are left out',
+      {
+        columnsRead: kept.length,
+        bound: maxColumns,
+      },
+    );
+  }
+  for (const r of kept) {
     const key = `${r.schema}.${r.name}`;
     let t = tables.get(key);
     if (!t) {

@@ -108,8 +108,11 @@ export interface SchemaSnapshot {
 export interface Driver {
   /** Opens (or reuses) the pool and runs a trivial round trip. */
   ping(): Promise<{ latencyMs: number; serverVersion?: string }>;
-  /** Reads the schema within `timeoutMs` (default: the statement timeout, LOUPE_DB_STATEMENT_TIMEOUT_MS). */
-  introspect(opts?: { timeoutMs?: number }): Promise<SchemaSnapshot>;
+  /**
+   * Reads the schema within `timeoutMs` (default: the statement timeout, LOUPE_DB_STATEMENT_TIMEOUT_MS).
+   * `maxColumns` (PostgreSQL): the sync's column bound (MAX_SCHEMA_COLUMNS; lower in tests).
+   */
+  introspect(opts?: { timeoutMs?: number; maxColumns?: number }): Promise<SchemaSnapshot>;
   query(text: string, opts: QueryOptions): Promise<QueryResult>;
   close(): Promise<void>;
 }
