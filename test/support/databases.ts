@@ -1,5 +1,13 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -210,7 +218,18 @@ export async function startStockPostgres(): Promise<DbServer | undefined> {
   // The distribution's defaults, JIT included (jit = on, jit_above_cost = 100000): nothing here turns it off.
   const opts = `-c port=${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=200 -c shared_buffers=64MB -c fsync=off -c full_page_writes=off -c synchronous_commit=off`;
   const start = () =>
-    asPg(join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+    asPg(join(bin, 'pg_ctl'), [
+      '-D',
+      data,
+      '-o',
+      opts,
+      '-l',
+      join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '60',
+      'start',
+    ]);
   start();
   const pg = (await import('pg')).default;
   const admin = new pg.Client({

@@ -1,7 +1,13 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { type DbServer, startMariadb, startPostgres, startStockPostgres, stockPostgresBin } from './databases';
+import {
+  type DbServer,
+  startMariadb,
+  startPostgres,
+  startStockPostgres,
+  stockPostgresBin,
+} from './databases';
 
 export type DbInfo = Omit<DbServer, 'stop' | 'faults'>;
 
