@@ -78,7 +78,13 @@ describe('escape inventory', () => {
 
   it('a strict verdict is found again after its recheck time; an open one stands on its checks', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
-    const dblinkEscape = { kind: 'extension', object: 'dblink', detail: 'd', revoke: ['REVOKE …'], reaches: null };
+    const dblinkEscape = {
+      kind: 'extension',
+      object: 'dblink',
+      detail: 'd',
+      revoke: ['REVOKE …'],
+      reaches: null,
+    };
     const strict = catalog([dblinkEscape]);
     expect((await pgReadMode(target, strict.query)).mode).toBe('strict');
     await pgReadMode(target, strict.query);
