@@ -299,6 +299,40 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
     }
   });
 
+  it('strict mode: standard_conforming_strings off on the role or the database runs nothing the guard did not read', async () => {
+    // With it off the server would read `'a\' AS a, '` as one string and then call mark(); the guard
+    // reads strings with it on, and every read pins it on in its transaction.
+    const sql = "SELECT 'a\\' AS a, ' AS b, public.mark($$scs$$) AS c --'";
+    for (const where of [`ROLE ${info.user} IN DATABASE ${STRICT}`, `DATABASE ${STRICT}`]) {
+      await postgresAdmin(info, STRICT, `ALTER ${where} SET standard_conforming_strings = off`);
+      try {
+        // The server itself runs mark() on this text when the setting is off (a new session has it).
+        const before = await marks(STRICT);
+        const c = new pg.Client({
+          host: info.host,
+          port: info.port,
+          user: info.user,
+          password: info.password,
+          database: STRICT,
+        });
+        await c.connect();
+        await c.query(`BEGIN READ ONLY; ${sql}; ROLLBACK`).finally(() => c.end());
+        expect(await marks(STRICT)).toBe(before + 1);
+        // Through Loupe, on a connection created now (its sessions start with the setting off): not run.
+        const id = await createConnection(
+          s,
+          postgresConnection(info, { database: STRICT, name: `scs ${where}` }),
+        );
+        const r = await s.call('POST', `/connections/${id}/query`, { body: { sql } });
+        expect([200, 400], r.text).toContain(r.status);
+        if (r.status === 200) expect(r.body.data.rows[0].a).toBe('a\\');
+        expect(await marks(STRICT)).toBe(before + 1);
+      } finally {
+        await postgresAdmin(info, STRICT, `ALTER ${where} RESET standard_conforming_strings`);
+      }
+    }
+  });
+
   it('a GRANT that gives the login an escape turns the connection strict before the next statement runs', async () => {
     const t = target(OPEN, `modes-grant-${suffix}`);
     expect((await readSafety(t)).mode).toBe('open');
