@@ -22,6 +22,11 @@ describe('docs statements on owner code and approvers', () => {
     );
     expect(q).toContain('the functions in the definitions of the views read (also views of views)');
     expect(q).toContain('`pg_catalog` first in its search path');
+    // Issue 43: that rule is strict mode's; open mode (the role reaches no escape) runs owner code.
+    expect(q).toContain(
+      'PostgreSQL in strict mode: no code the database owner wrote runs through a read unless',
+    );
+    expect(q).toContain('With none (**open mode**');
   });
 
   it('function rule and security model: owner code reached without a call is no longer "the owner\'s design"', () => {
