@@ -18,6 +18,8 @@ export interface DbServer {
   port: number;
   /** A superuser for test setup. */
   adminUser: string;
+  /** The server's log file, where it has one the tests may read (Debian's server: startStockPostgres). */
+  logFile?: string;
   adminPassword: string;
   /** An ordinary login the service is given in tests. */
   user: string;
@@ -273,6 +275,7 @@ export async function startStockPostgres(): Promise<DbServer | undefined> {
     port,
     adminUser: 'postgres',
     adminPassword: 'postgres-admin',
+    logFile: join(dir, 'server.log'),
     user: 'loupe_user',
     password: 'loupe-pass',
     database: 'loupe_test',
