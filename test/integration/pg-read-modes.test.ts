@@ -411,6 +411,57 @@ describe.skipIf(!stock)("PostgreSQL read modes on Debian's PostgreSQL (issue 43)
     }
   });
 
+  it("Loupe's own SQL is never JIT-compiled, in either mode, while the user's statement keeps the role's settings", async (ctx) => {
+    if (!info.logFile) ctx.skip(true, 'the server log is not readable');
+    const { readFileSync } = await import('node:fs');
+    const logFile = info.logFile as string;
+    // Every plan of this role would be compiled (costs 0); auto_explain logs each plan with its "JIT"
+    // section when it was: read back from the server's log, no timing involved.
+    const role = `modes_jit_${suffix}`;
+    const all = [OPEN, STRICT];
+    await postgresAdmin(info, 'postgres', `CREATE ROLE ${role} LOGIN PASSWORD 'jit-pass'`);
+    for (const db of all)
+      await postgresAdmin(
+        info,
+        db,
+        `GRANT USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON public.places TO ${role};
+         ALTER ROLE ${role} IN DATABASE ${db} SET jit_above_cost = 0;
+         ALTER ROLE ${role} IN DATABASE ${db} SET session_preload_libraries = 'auto_explain';
+         ALTER ROLE ${role} IN DATABASE ${db} SET auto_explain.log_min_duration = 0;
+         ALTER ROLE ${role} IN DATABASE ${db} SET auto_explain.log_nested_statements = on;
+         ALTER ROLE ${role} IN DATABASE ${db} SET auto_explain.log_format = 'json';`,
+      );
+    try {
+      for (const db of all) {
+        const t = { ...target(db, `modes-jit-${db}`), username: role, password: 'jit-pass' };
+        const from = readFileSync(logFile, 'utf8').length;
+        const r = await runReadOnly(
+          t,
+          "SELECT name, current_setting('jit') AS jit /* the user statement */ FROM places ORDER BY id",
+        );
+        // The user's statement runs with the role's own setting (JIT restored after our part).
+        expect(r.rows.map((x) => x.jit)).toEqual(['on', 'on']);
+        // Plans of the read's own first message (the pin and the check; auto_explain logs statements that
+        // run to their end, not cursors closed by ROLLBACK): none compiled.
+        const ours = readFileSync(logFile, 'utf8')
+          .slice(from)
+          .split(/\n(?=\S)/)
+          .filter((e) => e.includes('"Query Text"') && !e.includes('the user statement'));
+        expect(ours.length, db).toBeGreaterThan(1);
+        expect(ours.filter((p) => p.includes('"JIT"')).map((p) => p.slice(0, 300))).toEqual([]);
+      }
+    } finally {
+      await closeAllDrivers();
+      for (const db of all)
+        await postgresAdmin(
+          info,
+          db,
+          `REVOKE ALL ON public.places FROM ${role}; REVOKE USAGE ON SCHEMA public FROM ${role}; ALTER ROLE ${role} IN DATABASE ${db} RESET ALL`,
+        );
+      await postgresAdmin(info, 'postgres', `DROP ROLE ${role}`).catch(() => {});
+    }
+  });
+
   it('standard_conforming_strings off on the role or the database cannot make the server read the statement otherwise', async () => {
     // With it off, the server would read 'a\\' as a string holding a quote; Loupe pins it on in the read.
     const sql = "SELECT 'a\\' AS first, 'b' AS second";

@@ -124,9 +124,10 @@ export const RESET_SESSION = 'DISCARD ALL';
  * cursors it declared (a holdable cursor survives only a COMMIT), its LISTENs and NOTIFYs, and could not
  * create a temporary table. What a rolled-back read can still leave on the session is a session-level
  * advisory lock and a prepared statement: this releases and drops them, in one message that the
- * answer does not wait for (docs/internals/read-modes.md).
+ * answer does not wait for (docs/internals/read-modes.md), with JIT off (our own text).
  */
-export const LIGHT_RESET = 'SELECT pg_catalog.pg_advisory_unlock_all(); DEALLOCATE ALL';
+export const LIGHT_RESET =
+  'BEGIN; SET LOCAL jit = off; SELECT pg_catalog.pg_advisory_unlock_all(); DEALLOCATE ALL; COMMIT';
 
 /**
  * Settings every pooled session has, set once per connection (after it opens, and after each DISCARD
