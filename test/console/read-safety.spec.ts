@@ -110,6 +110,10 @@ test('Read safety: open mode, strict mode naming dblink with its REVOKE; after t
 
     // A role that cannot sign in: why the check failed, in words (no code); inactive after a failed test.
     await open(page, wrongName);
+    // On opening the page, a note (the connections page shows no alert before a test); asked again, an alert.
+    await expect(safety).toContainText('Read safety could not be checked.');
+    await expect(safety.getByRole('alert')).toHaveCount(0);
+    await safety.getByRole('button', { name: 'Check again' }).click();
     const failed = safety.getByRole('alert');
     await expect(failed).toContainText('Read safety could not be checked.');
     await expect(failed).toContainText('password authentication failed');

@@ -64,6 +64,9 @@ export function ReadSafetySection({
   tested: { success: boolean; readSafety?: ReadSafety } | null;
 }) {
   const [fromTest, setFromTest] = useState<ReadSafety | null>(null);
+  // A check the person asked for ("Check again") that fails is an alert; the automatic one on opening
+  // the page is a note (the connection's own status and "Test connection" diagnose a failing login).
+  const [asked, setAsked] = useState(false);
   const load = useLoad(
     () =>
       c.type === 'POSTGRES' && c.isActive
@@ -82,6 +85,7 @@ export function ReadSafetySection({
   }, [tested]);
   if (c.type !== 'POSTGRES') return null;
   const checkAgain = () => {
+    setAsked(true);
     setFromTest(null);
     load.reload();
   };
@@ -98,7 +102,7 @@ export function ReadSafetySection({
       ) : load.loading && !data ? (
         <Loading what="read safety" />
       ) : load.error && !fromTest ? (
-        <p role="alert" class="alert">
+        <p role={asked ? 'alert' : undefined} class={asked ? 'alert' : 'muted'}>
           Read safety could not be checked. {plainError(load.error)}
         </p>
       ) : (
