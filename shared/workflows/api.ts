@@ -101,6 +101,10 @@ export const Workflow = once(() =>
     publishedDraftRevision: z.nullable(z.number()),
     publishedAt: z.nullable(z.string()),
     hasUnpublishedChanges: z.boolean(),
+    createdBy: describe(
+      z.string(),
+      'Extension: the user id of the creator. The creator and admins may change, publish, deactivate or delete the workflow; other members who see it may read, preview and run it',
+    ),
     createdAt: z.string(),
     updatedAt: z.string(),
     steps: z.array(WorkflowStep),
@@ -205,20 +209,22 @@ export const updateWorkflow = endpoint({
   path: '/workflows/{id}',
   tag,
   scope,
-  summary: 'Change the draft (expectedDraftRevision), publish (isActive true) or deactivate',
+  summary:
+    'Change the draft (expectedDraftRevision), publish (isActive true) or deactivate (its creator and admins only)',
   params: IdParams,
   body: WorkflowUpdate,
   response: Workflow,
-  errors: [409, 422, 428],
+  errors: [403, 409, 422, 428],
 });
 export const deleteWorkflow = endpoint({
   method: 'DELETE',
   path: '/workflows/{id}',
   tag,
   scope,
-  summary: 'Delete a workflow with its versions, runs, attempts and schedule',
+  summary: 'Delete a workflow with its versions, runs, attempts and schedule (its creator and admins only)',
   params: IdParams,
   response: Deleted,
+  errors: [403],
 });
 export const runWorkflow = endpoint({
   method: 'POST',

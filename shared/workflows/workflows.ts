@@ -1,6 +1,7 @@
 import type { AuthContext } from '../auth/context';
 import { isAdmin } from '../auth/context';
 import { assertCredentialsUsable } from '../credentials/access';
+import { assertCanChange } from '../dashboards/access';
 import { pageOf } from '../http/envelope';
 import type { PageQuery } from '../http/schemas';
 import { AppError, conflict, notFound, validationError } from '../platform/errors';
@@ -38,6 +39,7 @@ export function workflowView(w: WorkflowRecord) {
     publishedDraftRevision: w.publishedDraftRevision ?? null,
     publishedAt: w.publishedAt ?? null,
     hasUnpublishedChanges: w.publishedHash ? w.publishedHash !== w.draftHash : true,
+    createdBy: w.createdBy,
     createdAt: w.createdAt,
     updatedAt: w.updatedAt,
     steps: d.steps.map((s) => ({
@@ -170,13 +172,16 @@ async function nextDraft(
 }
 
 /**
- * PATCH: a draft change needs `expectedDraftRevision` (428 without, 409 DRAFT_REVISION_CONFLICT when
- * stale) and is one conditional write of the whole draft item. `isActive: true` publishes the draft
+ * PATCH: only the workflow's creator and admins may change, publish or deactivate it (403 for other
+ * members who see it, before anything else is checked). A draft change needs `expectedDraftRevision`
+ * (428 without, 409 DRAFT_REVISION_CONFLICT when stale) and is one conditional write of the whole draft
+ * item. `isActive: true` publishes the draft
  * (after it is saved, when the same request changes it): publish errors are 400, unacknowledged
  * warnings 422, both before anything is written. `isActive: false` deactivates and removes the schedule.
  */
 export async function updateWorkflow(ctx: AuthContext, id: string, input: WorkflowUpdate) {
   let w = await findWorkflow(ctx, id);
+  assertCanChange(ctx, w, 'workflow');
   const changesDraft = DRAFT_FIELDS.some((f) => input[f] !== undefined);
   if (changesDraft && input.expectedDraftRevision === undefined)
     throw new AppError(
@@ -338,13 +343,15 @@ export async function syncSchedule(w: WorkflowRecord, now = Date.now()): Promise
 }
 
 /**
- * DELETE: hides the workflow at once (a `deleting` mark), removes its schedule, then every item of its
- * partition (versions, runs, attempts, slot claims), then the workflow item. A repeated DELETE finishes
+ * DELETE (its creator and admins only, 403 for other members): hides the workflow at once (a `deleting`
+ * mark), removes its schedule, then every item of its partition (versions, runs, attempts, slot claims),
+ * then the workflow item. A repeated DELETE finishes
  * a cascade that was cut off; once everything is gone it is 404.
  */
 export async function deleteWorkflow(ctx: AuthContext, id: string) {
   const w = await workflowStore.get(ctx.orgId, id);
   if (!w || !visibleTo(ctx, w)) throw notFound('Workflow');
+  assertCanChange(ctx, w, 'workflow');
   if (!(await workflowStore.markDeleting(ctx.orgId, id))) throw notFound('Workflow');
   await scheduler().remove(scheduleNameOf(id));
   await workflowStore.purge(ctx.orgId, id);

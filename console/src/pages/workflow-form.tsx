@@ -22,6 +22,8 @@ export interface WorkflowRecord {
   draftRevision: number;
   publishedVersion: number | null;
   hasUnpublishedChanges: boolean;
+  /** The creator's user id: the creator and admins may change, publish, deactivate or delete it. */
+  createdBy: string;
   updatedAt: string;
   steps: {
     id: string;

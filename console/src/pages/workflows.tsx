@@ -7,6 +7,7 @@ import { NotShown, Pager, usePaged, useSelected } from '../components/pager';
 import { count } from '../components/result';
 import { ResultTable } from '../components/result-table';
 import { useSubmit } from '../components/use-submit';
+import { mayChange, useMe } from '../me';
 import { href } from '../router';
 import { WorkflowForm, type WorkflowRecord } from './workflow-form';
 import { RunNote } from './workflow-run-note';
@@ -96,6 +97,10 @@ function WorkflowDetail({ workflow, onChanged }: { workflow: WorkflowRecord; onC
   // implies; a later read of the workflow replaces it.
   const [own, setOwn] = useState<WorkflowRecord | null>(null);
   const w = own && own.updatedAt >= workflow.updatedAt ? own : workflow;
+  // Its creator and admins change, publish, deactivate and delete it (the API answers 403 to other
+  // members, who may still read and run it). Nothing that changes it is shown until the key's role is known.
+  const me = useMe();
+  const canChange = mayChange(me, w);
   const runs = usePaged(
     (query) => okPage(api.GET('/workflows/{id}/runs', { params: { path: { id: w.id }, query } })),
     [w.id],
@@ -177,7 +182,7 @@ function WorkflowDetail({ workflow, onChanged }: { workflow: WorkflowRecord; onC
         {w.hasUnpublishedChanges && w.publishedVersion ? '; the draft has unpublished changes' : ''}
         {` · draft revision ${w.draftRevision}`}
       </p>
-      {editing ? (
+      {editing && canChange ? (
         <section aria-label={`Edit workflow ${w.name}`}>
           <h3>Edit workflow</h3>
           <WorkflowForm
@@ -203,27 +208,32 @@ function WorkflowDetail({ workflow, onChanged }: { workflow: WorkflowRecord; onC
         <button type="button" onClick={() => running.run()} disabled={busy} aria-describedby="wf-run-note">
           Run now
         </button>{' '}
-        {(!w.isActive || w.hasUnpublishedChanges) && (
+        {canChange && (!w.isActive || w.hasUnpublishedChanges) && (
           <button type="button" class="secondary" onClick={() => publishing.run(false)} disabled={busy}>
             {w.isActive ? 'Publish changes' : 'Publish'}
           </button>
         )}{' '}
-        {!editing && (
+        {canChange && !editing && (
           <button type="button" class="secondary" onClick={() => setEditing(true)} disabled={busy}>
             Edit
           </button>
         )}{' '}
-        {w.isActive && (
+        {canChange && w.isActive && (
           <button type="button" class="secondary" onClick={() => deactivating.run()} disabled={busy}>
             Deactivate
           </button>
         )}{' '}
-        <button type="button" class="secondary" onClick={() => setDeleting(true)} disabled={busy}>
-          Delete workflow
-        </button>
+        {canChange && (
+          <button type="button" class="secondary" onClick={() => setDeleting(true)} disabled={busy}>
+            Delete workflow
+          </button>
+        )}
       </p>
+      {me && !canChange && (
+        <p class="muted">You can look at and run this workflow; its creator and admins change it.</p>
+      )}
       <RunNote workflow={w} id="wf-run-note" />
-      {deleting && (
+      {deleting && canChange && (
         <Confirm
           question={`Delete the workflow “${w.name}” with its runs? This cannot be undone.`}
           action="Yes, delete workflow"
@@ -233,7 +243,7 @@ function WorkflowDetail({ workflow, onChanged }: { workflow: WorkflowRecord; onC
       )}
       <ErrorAlert error={error} />
       {status && <p role="status">{status}</p>}
-      {warnings && (
+      {warnings && canChange && (
         <section aria-label="Publish warnings" class="alert">
           <p>Publishing needs these warnings acknowledged:</p>
           <ul>
