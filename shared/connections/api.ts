@@ -194,12 +194,52 @@ export const QueryRequest = z.object({
   question: z.optional(z.string().check(z.maxLength(2000))),
   maxRows: describe(z.optional(z.number().check(z.int(), z.gte(1), z.lte(10_000))), 'Row cap, default 1000'),
 });
+/** What ran an entry of the query history (the `source` of QueryHistoryEntry and the history's filter). */
+export const QUERY_SOURCES = [
+  'query',
+  'widget',
+  'saved_query',
+  'metric',
+  'chat',
+  'approval',
+  'workflow',
+  'mcp',
+] as const;
+const sourceList = new RegExp(`^(${QUERY_SOURCES.join('|')})(,(${QUERY_SOURCES.join('|')}))*$`);
+export const QueryHistoryQuery = z.extend(PageQuery, {
+  source: describe(
+    z.optional(
+      z.pipe(
+        z
+          .string()
+          .check(
+            z.maxLength(200),
+            z.regex(sourceList, `source must be one or more of ${QUERY_SOURCES.join(', ')}, comma-separated`),
+          ),
+        z.transform((v) => [...new Set(v.split(','))] as Array<(typeof QUERY_SOURCES)[number]>),
+      ),
+    ),
+    `Only entries with these sources: one or more of ${QUERY_SOURCES.join(', ')}, comma-separated (e.g. \`query\` for ad-hoc queries only, \`widget\` for dashboard widget loads only). \`total\` counts the matching entries.`,
+  ),
+});
+export type QueryHistoryQuery = z.output<typeof QueryHistoryQuery>;
+export const QueryAuthor = once(() =>
+  z.object({
+    id: z.string(),
+    name: describe(z.nullable(z.string()), "The user's name as the members API shows it; null if unknown"),
+    email: describe(z.nullable(z.string()), "The user's email as the members API shows it; null if unknown"),
+    removed: describe(z.boolean(), 'The user has since been removed from the organization'),
+  }),
+);
 export const QueryHistoryEntry = once(() =>
   z.object({
     id: z.string(),
     connectionId: z.string(),
     sequence: z.number().check(z.int()),
-    source: z.string(),
+    source: describe(
+      z.enum(QUERY_SOURCES),
+      'What ran it: `query` an ad-hoc statement (POST /connections/{id}/query), `widget` a dashboard widget load, `saved_query`, `metric`, `chat` the assistant, `approval` an approved submission, `workflow` a workflow step, `mcp` the MCP tool run_query',
+    ),
     question: z.nullable(z.string()),
     sql: z.string(),
     status: z.enum(['SUCCESS', 'FAILED', 'REJECTED', 'TIMEOUT']),
@@ -208,7 +248,14 @@ export const QueryHistoryEntry = once(() =>
     truncated: z.boolean(),
     error: z.nullable(z.string()),
     errorCode: z.nullable(z.string()),
-    userId: z.string(),
+    userId: describe(
+      z.nullable(z.string()),
+      'The id of the user whose key ran it (an approval: the submitter; a scheduled workflow run: its publisher); null if the entry does not say (shown only to admins)',
+    ),
+    author: describe(
+      z.nullable(QueryAuthor()),
+      'Extension: who ran it (`userId` with the name and email of that user); null when the entry names no user',
+    ),
     createdAt: z.string(),
   }),
 );
@@ -392,7 +439,7 @@ export const listQueries = endpoint({
   summary: 'Query history of a connection, newest first',
   scope: 'query',
   params: IdParams,
-  query: PageQuery,
+  query: QueryHistoryQuery,
   response: () => z.array(QueryHistoryEntry()),
   paginated: true,
 });

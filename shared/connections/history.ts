@@ -1,11 +1,11 @@
-import type { AuthContext } from '../auth/context';
+import { type AuthContext, isAdmin } from '../auth/context';
 import { pagination } from '../http/envelope';
-import type { PageQuery } from '../http/schemas';
 import { afterAnswer, settled } from '../platform/after-answer';
 import { config } from '../platform/config';
 import { db, type Item, strip } from '../platform/db/store';
 import { newId, nowIso, padSeq } from '../platform/ids';
 import { logger } from '../platform/logger';
+import type { QueryHistoryQuery } from './api';
 import { loadConnection } from './connections';
 import { type ConnectionRecord, connectionFromItem, connPk, connSk, orgPk } from './store';
 
@@ -58,8 +58,17 @@ export interface QueryHistoryEntry {
   truncated: boolean;
   error: string | null;
   errorCode: string | null;
+  /** The key's user (an approval: the submitter); every write path has always set it. */
   userId: string;
   createdAt: string;
+}
+
+/** Who ran an entry, as the list shows it (never anything of the key). */
+export interface QueryAuthor {
+  id: string;
+  name: string | null;
+  email: string | null;
+  removed: boolean;
 }
 
 const LEGACY_COUNTER = 'QHSEQ';
@@ -260,25 +269,130 @@ export function startQueryRecord(orgId: string, connectionId: string) {
   return recorder(orgId, connectionId, seq);
 }
 
-export async function listQueryHistory(ctx: AuthContext, connectionId: string, q: PageQuery) {
+/**
+ * One page of a connection's history, newest first, each entry with its author.
+ *
+ * Who sees what (issue 45): an admin sees every entry; anyone else only the entries they ran (`userId` is
+ * theirs). An entry that names no user (none is written so: every path has recorded the key's user since
+ * history began, but the reader does not assume it) is shown to admins only, with `author: null`.
+ * `source` (one or more sources) keeps only those entries, e.g. `query` for ad-hoc statements apart from
+ * widget loads.
+ *
+ * Store calls: an admin's unfiltered page is, as before, the connection's GetItem (its counter is the
+ * total) and one Query over the page's sequence range. A filtered page (a member's, or any with `source`)
+ * reads the numbers of the matching entries (one Query of the connection's entries with a filter, keys
+ * only: its cost grows with the connection's history, as the approval history's does), then the page's
+ * entries (one Query over the page's range, same filter). Authors come from this instance's copy of the
+ * organization's users (`authorsOf`); no call is added to the read path.
+ */
+export async function listQueryHistory(ctx: AuthContext, connectionId: string, q: QueryHistoryQuery) {
   // This instance's outcome writes still under way land first (for up to a second): a caller sees its
   // last query's outcome.
   await settled(outcomesOf(ctx.orgId, connectionId), 1000);
   const connection = await loadConnection(ctx, connectionId);
   const pk = connPk(ctx.orgId, connectionId);
-  const total = Number(connection.querySeq ?? (await db.get<{ seq?: number }>(pk, LEGACY_COUNTER))?.seq ?? 0);
-  const hi = total - (q.page - 1) * q.pageSize;
-  const lo = Math.max(1, hi - q.pageSize + 1);
-  const items =
-    hi >= 1 ? await db.query({ pk, between: [entrySk(lo), entrySk(hi)], newestFirst: true }) : ([] as Item[]);
+  let total: number;
+  let items: Item[];
+  if (isAdmin(ctx) && !q.source) {
+    total = Number(connection.querySeq ?? (await db.get<{ seq?: number }>(pk, LEGACY_COUNTER))?.seq ?? 0);
+    const hi = total - (q.page - 1) * q.pageSize;
+    const lo = Math.max(1, hi - q.pageSize + 1);
+    items = hi >= 1 ? await db.query({ pk, between: [entrySk(lo), entrySk(hi)], newestFirst: true }) : [];
+  } else {
+    const filter: string[] = [];
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    if (!isAdmin(ctx)) {
+      filter.push('#author = :author');
+      names['#author'] = 'userId';
+      values[':author'] = ctx.userId;
+    }
+    if (q.source) {
+      filter.push(`#source IN (${q.source.map((_, i) => `:source${i}`).join(', ')})`);
+      names['#source'] = 'source';
+      q.source.forEach((source, i) => {
+        values[`:source${i}`] = source;
+      });
+    }
+    const where = { filter: filter.join(' AND '), names, values };
+    const matching = await db.query({ pk, prefix: 'QH#', newestFirst: true, fields: [], ...where });
+    total = matching.length;
+    const page = matching.slice((q.page - 1) * q.pageSize, q.page * q.pageSize);
+    items = page.length
+      ? await db.query({ pk, between: [page[page.length - 1].sk, page[0].sk], newestFirst: true, ...where })
+      : [];
+  }
   const lostBefore = Date.now() - outcomeLostAfterMs();
-  const data: QueryHistoryEntry[] = [];
+  const entries: QueryHistoryEntry[] = [];
   for (const i of items) {
     const { kind: _k, ...rest } = strip(i);
     const entry = rest as unknown as QueryHistoryEntry;
-    if (entry.status !== undefined) data.push(entry);
-    else if (Date.parse(entry.createdAt) < lostBefore) data.push(outcomeLost(entry));
+    if (entry.status !== undefined) entries.push(entry);
+    else if (Date.parse(entry.createdAt) < lostBefore) entries.push(outcomeLost(entry));
     // else: still running (its outcome is on its way), left out like a number without its entry yet.
   }
+  const authors = await authorsOf(ctx.orgId, new Set(entries.flatMap((e) => (e.userId ? [e.userId] : []))));
+  const data = entries.map((e) => ({
+    ...e,
+    userId: e.userId ?? null,
+    author: e.userId
+      ? (authors.get(e.userId) ?? { id: e.userId, name: null, email: null, removed: false })
+      : null,
+  }));
   return { data, pagination: pagination(total, q.page, q.pageSize) };
+}
+
+/**
+ * This instance's copy of an organization's users (names and emails, removed users included: a removed
+ * user's entries keep their author), read with one Query of the organization's USER# items and kept for
+ * LOUPE_KEY_CACHE_MS (10 s at most), the bound a key's copy of its user has too: a renamed user shows the
+ * new name on another instance at most that much later. A user the copy lacks (added since) makes one new
+ * read; an id still unknown after it is not read again until the copy expires.
+ */
+interface Directory {
+  at: number;
+  users: Promise<Map<string, QueryAuthor>>;
+  /** Ids a read made after they were asked for did not find. */
+  absent: Set<string>;
+}
+const directories = new Map<string, Directory>();
+
+function readDirectory(orgId: string): Directory {
+  const users = db
+    .query({ pk: orgPk(orgId), prefix: 'USER#', fields: ['id', 'name', 'email', 'deletedAt'] })
+    .then(
+      (items) =>
+        new Map(
+          items.map((i) => [
+            String(i.id),
+            {
+              id: String(i.id),
+              name: typeof i.name === 'string' ? i.name : null,
+              email: typeof i.email === 'string' ? i.email : null,
+              removed: !!i.deletedAt,
+            },
+          ]),
+        ),
+    );
+  const dir: Directory = { at: Date.now(), users, absent: new Set() };
+  users.catch(() => {
+    if (directories.get(orgId) === dir) directories.delete(orgId);
+  });
+  if (directories.size >= 1000) directories.delete(directories.keys().next().value!);
+  directories.set(orgId, dir);
+  return dir;
+}
+
+async function authorsOf(orgId: string, ids: Set<string>): Promise<Map<string, QueryAuthor>> {
+  if (ids.size === 0) return new Map();
+  let dir = directories.get(orgId);
+  if (!dir || Date.now() - dir.at >= config().LOUPE_KEY_CACHE_MS) dir = readDirectory(orgId);
+  let users = await dir.users;
+  const missing = [...ids].filter((id) => !users.has(id) && !dir!.absent.has(id));
+  if (missing.length) {
+    const fresh = directories.get(orgId) === dir ? readDirectory(orgId) : directories.get(orgId)!;
+    users = await fresh.users;
+    for (const id of missing) if (!users.has(id)) fresh.absent.add(id);
+  }
+  return users;
 }

@@ -210,6 +210,8 @@ export const OPERATION_DESCRIPTIONS: Record<string, string> = {
     'Connects, and on success reads and caches the schema (`schemaIntrospected`) and reactivates the connection. A failure is still 200 with `success: false` and a diagnosis naming the step, host, port, database and user.',
   'POST /connections/{id}/query':
     "Runs one read: the statement must be one read on the database's own grammar, with every function allowed; it runs in a read-only transaction under a 25 s timeout, at most `maxRows` rows (1,000 by default, up to 10,000) and 5 MiB (`truncated`). Every attempt is in the query history.",
+  'GET /connections/{id}/queries':
+    'Every execution on the connection, newest first, each with its `source` (ad hoc `query`, `widget`, `saved_query`, `metric`, `chat`, `approval`, `workflow`, `mcp`) and its `author` (the user whose key ran it: id, name and email). Admins see every entry; other users only the entries they ran. `source` filters (comma-separated, e.g. `query` for ad-hoc queries apart from widget loads); `total` counts what the caller may see.',
   'GET /connections/{id}/read-safety':
     "PostgreSQL: the escape inventory of the connection's role, found now with one catalog query (JIT off): every way it can change something a read-only transaction does not contain (another session through dblink or postgres_fdw, files, programs, a superuser, an unreviewed C extension, an untrusted language, a SECURITY DEFINER function whose owner reaches one), each with the REVOKE statements that close it. With none, reads run in open mode on PostgreSQL's guarantees alone; with any, in strict mode (every read also checked against the catalog). Other databases answer `not-applicable`.",
   'GET /connections/{id}/schema':

@@ -30,12 +30,18 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
   const me = useMe();
   const connections = useConnections().data;
   const known = !!conn && !!connections?.some((c) => c.id === conn);
+  /** Which entries the history shows (HISTORY_VIEWS): widget loads apart from the queries people ran. */
+  const [view, setView] = useState(HISTORY_VIEWS[0].source);
   const history = usePaged(
     (query) =>
       known
-        ? okPage(api.GET('/connections/{id}/queries', { params: { path: { id: conn }, query } }))
+        ? okPage(
+            api.GET('/connections/{id}/queries', {
+              params: { path: { id: conn }, query: { ...query, ...(view ? { source: view } : {}) } },
+            }),
+          )
         : Promise.resolve({ items: [], total: 0 }),
-    [conn, known],
+    [conn, known, view],
   );
   // One statement at a time: Run, Enter on the button and Ctrl/⌘+Enter while one runs do nothing.
   const running = useSubmit(async () => {
@@ -147,9 +153,28 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
           {conn && (
             <section aria-labelledby="history-title">
               <h2 id="history-title">History</h2>
+              <div class="inline">
+                <div class="field">
+                  <label for="history-source">Show</label>
+                  <select id="history-source" value={view} onChange={(e) => setView(e.currentTarget.value)}>
+                    {HISTORY_VIEWS.map((v) => (
+                      <option key={v.label} value={v.source}>
+                        {v.label}
+                      </option>
+                    ))}
+                  </select>
+                </div>
+              </div>
+              {me && me.role !== 'admin' && (
+                <p class="muted">You see the queries you ran; admins see everyone's.</p>
+              )}
               <ErrorAlert error={history.error} />
               {history.data && history.data.length === 0 ? (
-                <p class="muted">No queries yet.</p>
+                <p class="muted">
+                  {view === 'widget'
+                    ? 'No widget loads on this connection yet.'
+                    : 'No queries yet: run one above, and it appears here.'}
+                </p>
               ) : (
                 <ul class="history">
                   {(history.data ?? []).map((h) => (
@@ -164,6 +189,7 @@ export function QueryPage({ connectionId }: { connectionId?: string }) {
                       </button>{' '}
                       <span class={`badge ${h.status.toLowerCase()}`}>{STATUS[h.status] ?? h.status}</span>{' '}
                       <span class="muted">
+                        {SOURCE[h.source] ?? h.source} · {authorName(h.author, me?.userId)} ·{' '}
                         {h.rowCount !== null && h.rowCount !== undefined
                           ? `${count(h.rowCount, 'row')} · ${h.executionTime ?? 0} ms · `
                           : ''}
@@ -194,3 +220,34 @@ const STATUS: Record<string, string> = {
   REJECTED: 'Refused',
   TIMEOUT: 'Timed out',
 };
+
+/** The history's "Show" choices: `source` values for GET /connections/{id}/queries ('' = every entry). */
+const HISTORY_VIEWS = [
+  { label: 'Queries (no widget loads)', source: 'query,saved_query,metric,chat,approval,workflow,mcp' },
+  { label: 'Ad-hoc queries only', source: 'query' },
+  { label: 'Widget loads', source: 'widget' },
+  { label: 'Everything', source: '' },
+];
+
+/** How query history names what ran an entry (its `source`). */
+const SOURCE: Record<string, string> = {
+  query: 'Ad hoc',
+  widget: 'Widget load',
+  saved_query: 'Saved query',
+  metric: 'Metric',
+  chat: 'Chat',
+  approval: 'Approved submission',
+  workflow: 'Workflow',
+  mcp: 'MCP',
+};
+
+/** Who ran an entry: "you", the user's name (or email), "(removed)" for a former member, or unknown. */
+function authorName(
+  author: { id: string; name: string | null; email: string | null; removed: boolean } | null | undefined,
+  me: string | undefined,
+): string {
+  if (!author) return 'unknown user';
+  if (author.id === me) return 'you';
+  const name = author.name || author.email || 'unknown user';
+  return author.removed ? `${name} (removed)` : name;
+}
