@@ -95,7 +95,9 @@ test('reopening a conversation shows each turn (question, answer, SQL, result) a
   expect(second.status, second.text).toBe(200);
 
   await page.getByRole('navigation').getByRole('link', { name: 'Chat', exact: true }).click();
-  // Another connection choice (none) is selected before reopening.
+  // Another connection choice (none) is selected before reopening (the only connection comes preselected).
+  await expect(page.getByLabel('Connection')).not.toHaveValue('');
+  await page.getByLabel('Connection').selectOption('');
   await expect(page.getByLabel('Connection')).toHaveValue('');
   await page.getByRole('region', { name: 'Conversations' }).getByRole('button', { name: question }).click();
   const answers = page.getByRole('article', { name: 'Answer' });

@@ -338,6 +338,9 @@ test('empty results say "No rows", long values stay readable, and Preview asks f
   page.on('request', (r) => requests.push(r.url()));
   const form = await addForm(page);
   await form.getByLabel('Widget type').selectOption('BAR');
+  // The only connection is preselected; choosing none is kept.
+  await expect(form.getByLabel('Connection')).toHaveValue(pg);
+  await form.getByLabel('Connection').selectOption('');
   await form.getByRole('button', { name: 'Preview' }).click();
   await expect(form.getByText('Choose a connection to preview the widget.')).toBeVisible();
   await expect(form.getByLabel('Connection')).toBeFocused();

@@ -1,3 +1,4 @@
+import { useEffect, useRef } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { ErrorAlert, useLoad } from './load';
 
@@ -7,9 +8,15 @@ export function useConnections() {
   return useLoad(() => ok(api.GET('/connections', { params: { query: { pageSize: 100 } } })));
 }
 
+/** The connection to preselect: the only one, when the key can use exactly one; otherwise none. */
+export function defaultConnectionId(connections: readonly { id: string }[] | undefined): string | undefined {
+  return connections?.length === 1 ? connections[0].id : undefined;
+}
+
 /**
  * A select labelled "Connection" over the connections this key can use. When the list cannot be read
  * (a key without the `connections` scope, say) the API's message is shown under it, not an empty select.
+ * When the key can use exactly one connection and none is chosen, that one is chosen.
  */
 export function ConnectionSelect({
   value,
@@ -25,6 +32,15 @@ export function ConnectionSelect({
   const loaded = useConnections();
   const data = connections ?? loaded.data;
   const errorId = `${id}-load-error`;
+  // With exactly one connection to choose from, it is chosen already: once, when the list arrives, so a
+  // user who then picks "Choose a connection" keeps that choice.
+  const only = defaultConnectionId(data);
+  const preselected = useRef(false);
+  useEffect(() => {
+    if (preselected.current || !data) return;
+    preselected.current = true;
+    if (value === '' && only) onChange(only);
+  }, [data]);
   return (
     <div class="field">
       <label for={id}>Connection</label>

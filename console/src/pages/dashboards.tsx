@@ -559,7 +559,7 @@ function WidgetForm({
               id={`${prefix}-connection`}
               value={f.connectionId}
               onChange={(v) => {
-                setF({ ...f, connectionId: v });
+                setF((cur) => ({ ...cur, connectionId: v }));
                 if (v && previewProblem?.field === 'connectionId') setPreviewProblem(null);
               }}
             />

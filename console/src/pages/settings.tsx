@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api, ok, okPage } from '../api/client';
+import type { operations } from '../api/schema.gen';
 import { Confirm } from '../components/confirm';
 import { ErrorAlert, useLoad } from '../components/load';
 import { Once } from '../components/once';
@@ -51,6 +52,27 @@ export function scopesText(json: string): string {
   return json;
 }
 
+type Scope = NonNullable<
+  operations['postKeys']['requestBody']['content']['application/json']['scopes']
+>[number];
+
+/** The scopes a key can be given (POST /keys), each with a plain label. */
+export const KEY_SCOPES: { scope: Exclude<Scope, '*'>; label: string }[] = [
+  { scope: 'query', label: 'Run queries' },
+  { scope: 'chat', label: 'Chat' },
+  { scope: 'connections', label: 'Connections' },
+  { scope: 'dashboards', label: 'Dashboards' },
+  { scope: 'workflows', label: 'Workflows' },
+  { scope: 'workflow_credentials', label: 'Workflow credentials' },
+  { scope: 'usage', label: 'Usage' },
+  { scope: 'webhooks', label: 'Webhooks' },
+  { scope: 'admin', label: 'Administration' },
+];
+
+/** The scopes a key holding `held` may grant: a new key gets a subset of the calling key's scopes. */
+export const grantableScopes = (held: string[]) =>
+  held.includes('*') ? KEY_SCOPES : KEY_SCOPES.filter((s) => held.includes(s.scope));
+
 function Keys({ round }: { round: number }) {
   const me = useMe();
   const keys = usePaged((query) => okPage(api.GET('/keys', { params: { query } })), [round]);
@@ -61,15 +83,23 @@ function Keys({ round }: { round: number }) {
   const signedInKey = session.key() ?? '';
   const isThisKey = (prefix: string) => prefix.length > 0 && signedInKey.startsWith(prefix);
   const [name, setName] = useState('');
+  const grantable = grantableScopes(me?.scopes ?? []);
+  // Scopes left unchecked; every grantable scope is checked until the admin unchecks it.
+  const [unchecked, setUnchecked] = useState<Set<string>>(new Set());
+  const chosen = grantable.map((s) => s.scope).filter((s) => !unchecked.has(s));
   const [created, setCreated] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [revoking, setRevoking] = useState<{ id: string; name: string; prefix: string } | null>(null);
   const creating = useSubmit(async () => {
     setError(null);
     try {
-      const k = await ok(api.POST('/keys', { body: { name } }));
+      // Every scope of a key holding `*` is `*` (it also covers scopes added later).
+      const all = !!me?.scopes.includes('*') && chosen.length === KEY_SCOPES.length;
+      const scopes: Scope[] = all ? ['*'] : chosen;
+      const k = await ok(api.POST('/keys', { body: { name, scopes } }));
       setCreated(k.key);
       setName('');
+      setUnchecked(new Set());
       keys.reload();
     } catch (err) {
       setError(err as ApiError);
@@ -151,7 +181,28 @@ function Keys({ round }: { round: number }) {
           <label for="key-name">New key name</label>
           <input id="key-name" value={name} required onInput={(e) => setName(e.currentTarget.value)} />
         </div>
-        <button type="submit" disabled={creating.busy}>
+        <fieldset>
+          <legend>Scopes of the new key</legend>
+          {grantable.map((s) => (
+            <label key={s.scope} class="check">
+              <input
+                type="checkbox"
+                checked={!unchecked.has(s.scope)}
+                onChange={(e) => {
+                  const on = e.currentTarget.checked;
+                  setUnchecked((u) => {
+                    const next = new Set(u);
+                    if (on) next.delete(s.scope);
+                    else next.add(s.scope);
+                    return next;
+                  });
+                }}
+              />{' '}
+              {s.label}
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit" disabled={creating.busy || chosen.length === 0}>
           Create key
         </button>
       </form>
