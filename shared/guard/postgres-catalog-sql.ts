@@ -406,11 +406,49 @@ export const CATALOG_CHANGED_MARK = 'loupe-catalog-changed';
  *   round trips.
  */
 export function catalogCheckSql(snapshot: string, digest?: string): string {
+  return snapshotCheckSql(CATALOG_DIGEST, CATALOG_MARKS, snapshot, digest);
+}
+
+/** The marks a snapshot check fails with: the snapshot moved (quiet form), the digest changed. */
+export interface CheckMarks {
+  moved: string;
+  changed: string;
+}
+export const CATALOG_MARKS: CheckMarks = { moved: SNAPSHOT_MOVED_MARK, changed: CATALOG_CHANGED_MARK };
+
+/**
+ * The snapshot check of `catalogCheckSql`, for any digest expression: the catalog rule's
+ * (CATALOG_DIGEST) and the escape inventory's (postgres-escapes-sql.ts ESCAPE_DIGEST).
+ */
+export function snapshotCheckSql(
+  digestSql: string,
+  marks: CheckMarks,
+  snapshot: string,
+  digest?: string,
+): string {
   if (!/^[0-9:,]+$/.test(snapshot) || (digest !== undefined && !/^[0-9a-f]+$/.test(digest)))
     throw new Error('Unexpected snapshot or digest text');
   const fail = (mark: string) => `pg_catalog.concat('${mark} ', s.v)::pg_catalog.int4::pg_catalog.text`;
-  const changed = digest === undefined ? '' : ` WHEN ${CATALOG_DIGEST} = '${digest}' THEN s.v`;
+  const changed = digest === undefined ? '' : ` WHEN ${digestSql} = '${digest}' THEN s.v`;
   return `SELECT CASE WHEN s.v = '${snapshot}' THEN s.v${changed}
-  ELSE ${fail(digest === undefined ? SNAPSHOT_MOVED_MARK : CATALOG_CHANGED_MARK)} END AS snapshot, s.v = '${snapshot}' AS quiet
+  ELSE ${fail(digest === undefined ? marks.moved : marks.changed)} END AS snapshot, s.v = '${snapshot}' AS quiet
   FROM (SELECT pg_catalog.txid_current_snapshot()::pg_catalog.text AS v) s`;
+}
+
+/**
+ * Which of a snapshot check's failures `error` is (the read's failure in its first message, marked
+ * `inPreCheck` by the driver): 'moved' (quiet form: written to since), 'changed' (digest form: the digest
+ * differs), or undefined (the statement's own error).
+ */
+export function checkFailure(
+  error: unknown,
+  marks: CheckMarks,
+  inLine: boolean,
+): 'moved' | 'changed' | undefined {
+  const e = error as { inPreCheck?: unknown; code?: unknown; message?: unknown } | null;
+  if (e?.inPreCheck !== true || e.code !== '22P02') return undefined;
+  const message = String(e.message);
+  if (!inLine && message.includes(marks.moved)) return 'moved';
+  if (inLine && message.includes(marks.changed)) return 'changed';
+  return undefined;
 }

@@ -52,10 +52,10 @@ import {
   pgReviewedVolatile,
 } from './functions';
 import {
-  CATALOG_CHANGED_MARK,
+  CATALOG_MARKS,
   catalogCheckSql,
+  checkFailure,
   REACH_SQL,
-  SNAPSHOT_MOVED_MARK,
   SNAPSHOT_SQL,
   VERSION_SQL,
 } from './postgres-catalog-sql';
@@ -467,22 +467,14 @@ export async function pgReadCheck(
       seen.busy = row.quiet !== true;
     },
     changed(error) {
-      const e = error as { inPreCheck?: unknown; code?: unknown; message?: unknown } | null;
-      if (e?.inPreCheck !== true || e.code !== '22P02') return false;
-      const message = String(e.message);
-      if (message.includes(SNAPSHOT_MOVED_MARK) && !inLine) {
-        // Written to since: the next check computes the digest (the verdicts may still stand).
-        seen.busy = true;
-        return true;
+      const failure = checkFailure(error, CATALOG_MARKS, inLine);
+      // Written to since: the next check computes the digest (the verdicts may still stand).
+      if (failure === 'moved') seen.busy = true;
+      if (failure === 'changed' && known.get(cacheKey) === seen) {
+        known.delete(cacheKey);
+        busy.add(cacheKey);
       }
-      if (message.includes(CATALOG_CHANGED_MARK) && inLine) {
-        if (known.get(cacheKey) === seen) {
-          known.delete(cacheKey);
-          busy.add(cacheKey);
-        }
-        return true;
-      }
-      return false;
+      return failure !== undefined;
     },
   };
 }

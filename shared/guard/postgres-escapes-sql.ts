@@ -1,3 +1,5 @@
+import { type CheckMarks, snapshotCheckSql } from './postgres-catalog-sql';
+
 /**
  * The escape inventory's catalog SQL (postgres-escapes.ts): one query that lists every way the
  * connection's role can change something that a read-only transaction ending in ROLLBACK does not
@@ -314,11 +316,7 @@ export const ESCAPE_CHANGED_MARK = 'loupe-escapes-changed';
  * to: it computes the digest in line only when the snapshot moved).
  */
 export function escapeCheckSql(snapshot: string, digest?: string): string {
-  if (!/^[0-9:,]+$/.test(snapshot) || (digest !== undefined && !/^[0-9a-f]+$/.test(digest)))
-    throw new Error('Unexpected snapshot or digest text');
-  const fail = (mark: string) => `pg_catalog.concat('${mark} ', s.v)::pg_catalog.int4::pg_catalog.text`;
-  const changed = digest === undefined ? '' : ` WHEN ${ESCAPE_DIGEST} = '${digest}' THEN s.v`;
-  return `SELECT CASE WHEN s.v = '${snapshot}' THEN s.v${changed}
-  ELSE ${fail(digest === undefined ? ESCAPE_SNAPSHOT_MARK : ESCAPE_CHANGED_MARK)} END AS snapshot, s.v = '${snapshot}' AS quiet
-  FROM (SELECT pg_catalog.txid_current_snapshot()::pg_catalog.text AS v) s`;
+  return snapshotCheckSql(ESCAPE_DIGEST, ESCAPE_MARKS, snapshot, digest);
 }
+
+export const ESCAPE_MARKS: CheckMarks = { moved: ESCAPE_SNAPSHOT_MARK, changed: ESCAPE_CHANGED_MARK };

@@ -26,13 +26,8 @@
  */
 import { AppError } from '../platform/errors';
 import type { CatalogCheck, CatalogQuery } from './postgres-catalog';
-import {
-  ESCAPE_CHANGED_MARK,
-  ESCAPE_SNAPSHOT_MARK,
-  ESCAPE_VERSION_SQL,
-  escapeCheckSql,
-  INVENTORY_SQL,
-} from './postgres-escapes-sql';
+import { checkFailure } from './postgres-catalog-sql';
+import { ESCAPE_MARKS, ESCAPE_VERSION_SQL, escapeCheckSql, INVENTORY_SQL } from './postgres-escapes-sql';
 
 /** One way the role can change something a read-only transaction does not contain. */
 export interface PgEscape {
@@ -183,22 +178,14 @@ export async function pgReadMode(target: Target, query: CatalogQuery): Promise<P
         seen.busy = row.quiet !== true;
       },
       changed(error) {
-        const e = error as { inPreCheck?: unknown; code?: unknown; message?: unknown } | null;
-        if (e?.inPreCheck !== true || e.code !== '22P02') return false;
-        const message = String(e.message);
-        if (message.includes(ESCAPE_SNAPSHOT_MARK) && !inLine) {
-          seen.busy = true;
-          return true;
+        const failure = checkFailure(error, ESCAPE_MARKS, inLine);
+        if (failure === 'moved') seen.busy = true;
+        // The escapes may have changed: the inventory is found again by the next attempt.
+        if (failure === 'changed' && known.get(key) === seen) {
+          known.delete(key);
+          busyKeys.add(key);
         }
-        if (message.includes(ESCAPE_CHANGED_MARK) && inLine) {
-          // The escapes may have changed: the inventory is found again by the next attempt.
-          if (known.get(key) === seen) {
-            known.delete(key);
-            busyKeys.add(key);
-          }
-          return true;
-        }
-        return false;
+        return failure !== undefined;
       },
     },
   };
